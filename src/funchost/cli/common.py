@@ -1,0 +1,78 @@
+"""Options and helpers shared by the resource commands (queue, blob, events, docs, timer)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from funchost.clock import SystemClock
+from funchost.errors import FunchostError
+from funchost.settings.app_settings import AppSettings
+from funchost.settings.local_settings import load_local_settings
+from funchost.storage.backend import StorageBackend, create_backend
+
+
+def add_storage_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--app", default=".", metavar="APP_DIR",
+                        help="function app folder (for local.settings.json and the data folder)")
+    parser.add_argument("--data", default=None, metavar="DIR", help="data folder (default APP_DIR/.funchost)")
+    parser.add_argument("--storage", choices=("embedded", "azure"), default="embedded")
+    parser.add_argument("--connection", default=None, metavar="SETTING",
+                        help="connection setting name (default AzureWebJobsStorage)")
+
+
+@dataclass
+class StorageContext:
+    app_dir: Path
+    data_dir: Path
+    settings: AppSettings
+    backend: StorageBackend
+
+
+def open_storage(args: argparse.Namespace) -> StorageContext:
+    app_dir = Path(args.app).resolve()
+    data_dir = Path(args.data).resolve() if args.data else app_dir / ".funchost"
+    local = load_local_settings(app_dir)
+    settings = AppSettings(local.values)
+    backend = create_backend(args.storage, data_dir, settings, SystemClock())
+    return StorageContext(app_dir, data_dir, settings, backend)
+
+
+def fail(message: str, code: int = 1) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return code
+
+
+def report_errors(fn):  # type: ignore[no-untyped-def]
+    """Decorator for command handlers: FunchostError -> one clear line and exit code 1."""
+
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return int(fn(args) or 0)
+        except FunchostError as exc:
+            return fail(str(exc))
+
+    wrapper.__name__ = getattr(fn, "__name__", "handler")
+    return wrapper
+
+
+class Progress:
+    """A one-line progress indicator on stderr (silent when stderr is not a terminal)."""
+
+    def __init__(self, total: int | None, label: str) -> None:
+        self.total = total
+        self.label = label
+        self.done = 0
+        self._tty = sys.stderr.isatty()
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        if self._tty:
+            of = f"/{self.total}" if self.total is not None else ""
+            print(f"\r{self.label}: {self.done}{of}", end="", file=sys.stderr, flush=True)
+
+    def finish(self) -> None:
+        if self._tty:
+            print(file=sys.stderr)

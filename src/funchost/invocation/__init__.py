@@ -1,0 +1,1 @@
+"""Run user functions: arguments via the library's converters, context, outputs, middleware."""

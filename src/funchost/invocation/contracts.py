@@ -1,0 +1,63 @@
+"""The contract between triggers and the executor.
+
+A trigger builds an `InvocationRequest` (the trigger value and metadata as the library's
+`Datum`s, exactly what the Python worker would receive from the host) and awaits
+`FunctionInvoker.invoke`, which never raises: the outcome is an `InvocationResult`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from azure.functions.meta import Datum
+
+from funchost.indexing.spec import FunctionSpec
+
+
+def new_invocation_id() -> str:
+    return str(uuid.uuid4())
+
+
+@dataclass
+class InvocationRequest:
+    function: FunctionSpec
+    trigger_value: Datum
+    # Trigger metadata as the worker receives it (azure-semantics 2.4): names as the host uses
+    # them (``DequeueCount``, ``Id``, ...), values as Datums (json for numbers and datetimes).
+    trigger_metadata: Mapping[str, Datum] = field(default_factory=dict)
+    # Values for `{name}` expressions in other bindings' paths (case-insensitive names).
+    binding_data: Mapping[str, Any] = field(default_factory=dict)
+    # The log line's reason: "Executing 'Functions.X' (Reason='<reason>', Id=...)".
+    reason: str = ""
+    invocation_id: str = field(default_factory=new_invocation_id)
+    trace_parent: str | None = None
+    # Trigger-specific details logged with the invocation (MessageId, DequeueCount, ...).
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class InvocationResult:
+    invocation_id: str
+    function_name: str
+    succeeded: bool
+    error: BaseException | None = None
+    duration_ms: float = 0.0
+    # Encoded outputs by binding name ("$return" included). Non-HTTP outputs have already been
+    # written by their binding providers when `succeeded` is True; HTTP outputs are left for
+    # the HTTP trigger to turn into a response.
+    outputs: dict[str, Datum] = field(default_factory=dict)
+    attempts: int = 1
+
+    @property
+    def error_message(self) -> str:
+        if self.error is None:
+            return ""
+        return f"{type(self.error).__name__}: {self.error}"
+
+
+class FunctionInvoker(Protocol):
+    async def invoke(self, request: InvocationRequest) -> InvocationResult:
+        """Run the function (with its retry policy and timeout); never raises."""

@@ -1,0 +1,1 @@
+"""Shared machinery for every polling listener: delay strategies, the poll loop, renewal."""

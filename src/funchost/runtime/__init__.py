@@ -1,0 +1,1 @@
+"""What the host hands to triggers and bindings: the `Runtime` and the plug-in protocols."""

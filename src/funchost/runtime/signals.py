@@ -1,0 +1,56 @@
+"""In-process wake-ups: a queue write by this host cuts the listener's back-off short.
+
+Topics are tuples such as ``("queue", account, queue_name)``. Subscribers are plain callables
+run synchronously on the event loop thread; they must not block (typically `PollLoop.notify`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Hashable
+
+Callback = Callable[[], None]
+
+
+class Signals:
+    def __init__(self) -> None:
+        self._subscribers: dict[Hashable, list[Callback]] = defaultdict(list)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+
+    def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def subscribe(self, topic: Hashable, callback: Callback) -> Callable[[], None]:
+        with self._lock:
+            self._subscribers[topic].append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._subscribers.get(topic, []):
+                    self._subscribers[topic].remove(callback)
+
+        return unsubscribe
+
+    def publish(self, topic: Hashable) -> None:
+        """Safe from any thread; callbacks run on the bound loop."""
+        with self._lock:
+            callbacks = list(self._subscribers.get(topic, ()))
+        if not callbacks:
+            return
+        loop = self._loop
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        for callback in callbacks:
+            if loop is None or running is loop:
+                callback()
+            else:
+                loop.call_soon_threadsafe(callback)
+
+
+def queue_topic(account: str, queue_name: str) -> tuple[str, str, str]:
+    return ("queue", account, queue_name.lower())

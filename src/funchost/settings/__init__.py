@@ -1,0 +1,1 @@
+"""Configuration as on Azure: host.json, local.settings.json, environment, connections."""

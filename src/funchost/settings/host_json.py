@@ -1,0 +1,160 @@
+"""host.json (version 2.0).
+
+Sections funchost implements are read strictly (typos are errors with the key's path); sections
+it knows but does not emulate produce one warning each; anything else is an error. Extension
+sections are parsed by the plug-in that implements them (``<module>.parse(reader)``), so their
+defaults live next to the code that uses them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from funchost.errors import ConfigError
+from funchost.settings.sections import SectionReader
+
+FILE_NAME = "host.json"
+log = logging.getLogger("funchost.config")
+
+DEFAULT_FUNCTION_TIMEOUT = 30 * 60.0  # Premium / Dedicated default (azure-semantics 3.2)
+
+# host.json "extensions" sections implemented by funchost plug-ins: name -> module with parse().
+EXTENSION_PARSERS: dict[str, str] = {
+    "http": "funchost.triggers.http.options",
+    "queues": "funchost.triggers.queue.options",
+    "cosmosDB": "funchost.triggers.changefeed.options",
+    "eventGrid": "funchost.triggers.eventgrid.options",
+    "blobs": "funchost.bindings.blob_options",
+}
+# Known to the Functions host but not emulated: accepted with one warning.
+KNOWN_EXTENSIONS = {"serviceBus", "eventHubs", "durableTask", "kafka", "sql", "rabbitMQ", "sendGrid",
+                    "mysql", "tables", "signalR", "webPubSub", "dapr", "mcp"}
+KNOWN_TOP_LEVEL = {"extensionBundle", "healthMonitor", "managedDependency", "watchDirectories",
+                   "watchFiles", "aggregator", "customHandler", "concurrency", "telemetryMode",
+                   "languageWorkers", "functions", "fileWatchingEnabled", "sendCanceledInvocationsToWorker"}
+KNOWN_LOGGING = {"applicationInsights", "fileLoggingMode", "console"}
+
+
+@dataclass(frozen=True)
+class HostOptions:
+    version: str = "2.0"
+    function_timeout: float | None = DEFAULT_FUNCTION_TIMEOUT  # None = infinite ("-1")
+    log_levels: dict[str, str] = field(default_factory=dict)
+    retry: dict[str, Any] | None = None  # host-level default retry (raw, validated by indexing)
+    singleton: dict[str, Any] = field(default_factory=dict)
+    extensions: dict[str, Any] = field(default_factory=dict)  # parsed option objects by section
+    warnings: tuple[str, ...] = ()
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def extension(self, name: str) -> Any:
+        """The parsed options object of an implemented extension section (defaults if absent)."""
+        if name not in self.extensions:
+            raise KeyError(f"extension section '{name}' is not implemented by funchost")
+        return self.extensions[name]
+
+    @property
+    def route_prefix(self) -> str:
+        http = self.extensions.get("http")
+        return getattr(http, "route_prefix", "api")
+
+
+_LOG_LEVELS = {v.lower(): v for v in ("Trace", "Debug", "Information", "Warning", "Error", "Critical", "None")}
+
+
+def load_host_json(app_dir: Path) -> HostOptions:
+    path = Path(app_dir) / FILE_NAME
+    if not path.exists():
+        return parse_host_json({"version": "2.0"})
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", path=FILE_NAME) from exc
+    return parse_host_json(raw)
+
+
+def parse_host_json(raw: Any) -> HostOptions:
+    reader = SectionReader(raw, FILE_NAME + ": ")
+    warnings: list[str] = []
+    version = reader.string("version", None)
+    if version is None:
+        raise ConfigError("the required 'version' property is missing; use \"2.0\"", path=f"{FILE_NAME}: version")
+    if version != "2.0":
+        raise ConfigError(f"only version \"2.0\" is supported, got {version!r}", path=f"{FILE_NAME}: version")
+    timeout = _function_timeout(reader)
+    log_levels = _logging(reader.section("logging"), warnings)
+    retry = reader.raw("retry")
+    if retry is not None and not isinstance(retry, dict):
+        raise ConfigError("must be an object", path=f"{FILE_NAME}: retry")
+    singleton = reader.raw("singleton") or {}
+    extensions = _extensions(reader.section("extensions"), warnings)
+    for key in KNOWN_TOP_LEVEL:
+        if reader.has(key):
+            reader.raw(key)
+            warnings.append(f"host.json: '{key}' is recognised but not emulated by funchost; ignored")
+    reader.finish()
+    for message in warnings:
+        log.warning(message)
+    return HostOptions(version, timeout, log_levels, retry, dict(singleton), extensions, tuple(warnings), dict(raw))
+
+
+def _function_timeout(reader: SectionReader) -> float | None:
+    value = reader.raw("functionTimeout")
+    if value is None:
+        return DEFAULT_FUNCTION_TIMEOUT
+    if isinstance(value, str) and value.strip() in ("-1", "-1.00:00:00"):
+        return None
+    seconds = reader.timespan("functionTimeout", DEFAULT_FUNCTION_TIMEOUT, minimum=1)
+    return seconds
+
+
+def _logging(section: SectionReader, warnings: list[str]) -> dict[str, str]:
+    levels: dict[str, str] = {}
+    log_level = section.raw("logLevel") or {}
+    if not isinstance(log_level, dict):
+        raise ConfigError("must be an object of category: level", path=section.key_path("logLevel"))
+    for category, level in log_level.items():
+        canonical = _LOG_LEVELS.get(str(level).lower())
+        if canonical is None:
+            raise ConfigError(f"unknown log level {level!r} (expected one of {sorted(_LOG_LEVELS.values())})",
+                              path=f"{section.key_path('logLevel')}.{category}")
+        levels[str(category)] = canonical
+    for key in KNOWN_LOGGING:
+        if section.has(key):
+            section.raw(key)
+            warnings.append(f"host.json: 'logging.{key}' is recognised but not emulated by funchost; ignored")
+    section.finish()
+    return levels
+
+
+def _extensions(section: SectionReader, warnings: list[str]) -> dict[str, Any]:
+    parsed: dict[str, Any] = {}
+    for name, module_name in EXTENSION_PARSERS.items():
+        parser = _parser(module_name)
+        sub = section.section(name)
+        if parser is None:
+            if section.has(name):
+                warnings.append(f"host.json: 'extensions.{name}' is recognised but not emulated by funchost; ignored")
+            continue
+        parsed[name] = parser(sub)
+        sub.finish()
+    for name in KNOWN_EXTENSIONS:
+        if section.has(name):
+            section.raw(name)
+            warnings.append(f"host.json: 'extensions.{name}' is recognised but not emulated by funchost; ignored")
+    section.finish()
+    return parsed
+
+
+def _parser(module_name: str) -> Any:
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module_name.startswith(exc.name):
+            return None
+        raise
+    return getattr(module, "parse", None)

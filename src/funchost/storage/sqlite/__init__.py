@@ -1,0 +1,1 @@
+"""The embedded backend: SQLite files under the data folder, safe across processes (WAL)."""

@@ -1,0 +1,134 @@
+"""One SQLite database file, used from asyncio without blocking the loop.
+
+All statements run on a single dedicated thread per database object (SQLite connections are
+not shareable across threads, and one writer thread avoids lock ping-pong inside a process).
+Several processes may open the same file: WAL journal, `BEGIN IMMEDIATE` for writes, and a
+busy timeout make them take turns safely.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from funchost.errors import StorageError
+from funchost.runtime.activity import busy
+
+T = TypeVar("T")
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+class SqliteDatabase:
+    def __init__(self, path: Path, schema: str = "", *, name: str = "sqlite") -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._schema = schema
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{name}-db")
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._closed = False
+
+    # -- connection ------------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                   check_same_thread=False)
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode=WAL")
+            # NORMAL is durable across process crashes in WAL mode (only an OS crash can lose
+            # the last commits), which is the failure model of a local host.
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            if self._schema:
+                with _immediate(conn):
+                    for statement in _split(self._schema):
+                        conn.execute(statement)
+            self._local.conn = conn
+            self._connections.append(conn)
+        return conn
+
+    # -- running work ----------------------------------------------------------------------------
+
+    def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn(conn)` synchronously on the calling thread (CLI, tests, sync code)."""
+        return fn(self._connect())
+
+    def write_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn(conn)` inside BEGIN IMMEDIATE ... COMMIT on the calling thread."""
+        conn = self._connect()
+        with _immediate(conn):
+            return fn(conn)
+
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await self._submit(lambda: fn(self._connect()))
+
+    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn(conn)` in one write transaction on the database thread."""
+
+        def run() -> T:
+            conn = self._connect()
+            with _immediate(conn):
+                return fn(conn)
+
+        return await self._submit(run)
+
+    async def _submit(self, fn: Callable[[], T]) -> T:
+        if self._closed:
+            raise StorageError("database is closed", code="InternalError")
+        loop = asyncio.get_running_loop()
+        try:
+            with busy():
+                return await loop.run_in_executor(self._executor, fn)
+        except sqlite3.OperationalError as exc:  # translate at the edge
+            raise StorageError(str(exc), code="ServerBusy", status=503) from exc
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._close_all)
+        self._executor.shutdown(wait=True)
+
+    def close(self) -> None:
+        self._closed = True
+        self._executor.shutdown(wait=True)
+        self._close_all()
+
+    def _close_all(self) -> None:
+        for conn in self._connections:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+        self._connections.clear()
+
+
+class _immediate:
+    """BEGIN IMMEDIATE / COMMIT / ROLLBACK as a context manager (isolation_level=None)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("ROLLBACK")
+
+
+def _split(schema: str) -> list[str]:
+    return [s.strip() for s in schema.split(";") if s.strip()]
