@@ -1,7 +1,8 @@
-"""Counts work in flight (storage calls on worker threads, invocations, deliveries).
+"""Work in flight, so the test harness can tell when the host is idle.
 
-The test harness's `wait_until_idle()` needs to know when nothing is happening except waits on
-the clock: anything that awaits a thread or an outside call wraps itself in `busy()`.
+Two kinds: framework work (storage calls on worker threads, output writes, deliveries), counted
+by `busy()`; and user functions running, tracked by invocation id, because a test may block a
+function on purpose and time must still be able to move around it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from contextlib import contextmanager
 
 _lock = threading.Lock()
 _in_flight = 0
+_running: set[str] = set()
 
 
 @contextmanager
@@ -26,5 +28,21 @@ def busy() -> Iterator[None]:
             _in_flight -= 1
 
 
+@contextmanager
+def running_function(invocation_id: str) -> Iterator[None]:
+    with _lock:
+        _running.add(invocation_id)
+    try:
+        yield
+    finally:
+        with _lock:
+            _running.discard(invocation_id)
+
+
 def in_flight() -> int:
     return _in_flight
+
+
+def running_functions() -> frozenset[str]:
+    with _lock:
+        return frozenset(_running)

@@ -1,0 +1,83 @@
+"""Arguments in, outputs out: through the azure-functions library's own converters.
+
+This is the worker's `from_incoming_proto` / `to_outgoing_proto`: a binding's registered
+converter decodes the host's Datum (with trigger metadata) into the user's type; str / bytes
+annotations on ordinary bindings use the generic converter (the raw value).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from azure.functions.meta import Datum
+
+from funchost.errors import InvocationError
+from funchost.indexing.parameters import _uses_generic, converter
+from funchost.indexing.spec import EMPTY, BindingSpec, FunctionSpec, ParameterSpec
+from funchost.invocation.context import OutValue
+
+
+def generic_decode(datum: Datum | None) -> Any:
+    if datum is None or datum.type is None:
+        return None
+    if datum.type in ("string", "bytes", "json"):
+        return datum.value
+    if datum.type in ("int", "double"):
+        return datum.value
+    raise InvocationError(f"unsupported data type {datum.type!r} for a generic binding")
+
+
+def decode(param: ParameterSpec, datum: Datum | None, metadata: dict[str, Datum]) -> Any:
+    binding = param.binding
+    assert binding is not None
+    annotation = None if param.annotation is EMPTY else param.annotation
+    conv = converter(binding.type)
+    if conv is None or (annotation is not None and _uses_generic(binding, annotation)):
+        value = generic_decode(datum)
+        if annotation is bytes and isinstance(value, str):
+            return value.encode("utf-8")
+        if annotation is str and isinstance(value, bytes | bytearray):
+            return bytes(value).decode("utf-8")
+        return value
+    if datum is None:
+        return None
+    return conv.decode(datum, trigger_metadata=metadata)
+
+
+def generic_encode(value: Any) -> Datum | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return Datum(value, "string")
+    if isinstance(value, bytes | bytearray):
+        return Datum(bytes(value), "bytes")
+    if isinstance(value, bool | int):
+        return Datum(int(value), "int")
+    if isinstance(value, float):
+        return Datum(value, "double")
+    try:
+        return Datum(json.dumps(value), "json")
+    except TypeError as exc:
+        raise InvocationError(f"cannot convert {type(value).__name__} to an output value") from exc
+
+
+def encode(binding: BindingSpec, value: Any, annotation: Any) -> Datum | None:
+    """Encode one output value; None = the output is not sent."""
+    if value is None:
+        return None
+    conv = converter(binding.type)
+    pytype = None if annotation in (EMPTY, None) else annotation
+    if conv is None or (pytype is not None and _uses_generic(binding, pytype)):
+        return generic_encode(value)
+    try:
+        datum = conv.encode(value, expected_type=pytype)
+    except NotImplementedError:
+        datum = None
+    if datum is None:
+        datum = generic_encode(value)
+    return datum
+
+
+def new_outputs(function: FunctionSpec) -> dict[str, OutValue]:
+    return {p.name: OutValue() for p in function.parameters if p.binding is not None and p.binding.direction == "out"}

@@ -1,0 +1,126 @@
+"""Console logging as Core Tools prints it, or NDJSON events (`--output json`).
+
+Records get a Functions-style category (``Function.<name>``, ``Function.<name>.User``,
+``Host.<area>``) filtered by host.json `logging.logLevel`. Records logged inside an invocation,
+including the user's own `logging` calls from sync functions in the thread pool, carry its
+invocation id through a context variable.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any, TextIO
+
+from funchost.invocation.context import current_invocation
+
+_LEVELS = {"Trace": 5, "Debug": logging.DEBUG, "Information": logging.INFO, "Warning": logging.WARNING,
+           "Error": logging.ERROR, "Critical": logging.CRITICAL, "None": logging.CRITICAL + 10}
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+_QUIET = ("uvicorn", "uvicorn.error", "uvicorn.access", "httpx", "httpcore", "azure", "asyncio", "urllib3")
+
+
+def category_of(record: logging.LogRecord) -> str:
+    function = getattr(record, "function", None)
+    if record.name == "funchost.results" and function:
+        return f"Function.{function}"
+    if record.name.startswith("funchost"):
+        area = record.name.split(".", 1)[1] if "." in record.name else "General"
+        return f"Host.{area.capitalize()}"
+    info = current_invocation.get()
+    if info is not None:
+        return f"Function.{info.function_name}.User"
+    return f"Host.{record.name}"
+
+
+class CategoryFilter(logging.Filter):
+    """Adds `category` and `invocation_id`; drops records below the category's level."""
+
+    def __init__(self, levels: Mapping[str, str]) -> None:
+        super().__init__()
+        self.levels = {k.lower(): _LEVELS[v] for k, v in levels.items() if v in _LEVELS}
+        self.default = self.levels.get("default", logging.INFO)
+
+    def threshold(self, category: str) -> int:
+        parts = category.lower().split(".")
+        for end in range(len(parts), 0, -1):
+            key = ".".join(parts[:end])
+            if key in self.levels:
+                return self.levels[key]
+        return self.default
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.category = category_of(record)
+        info = current_invocation.get()
+        if info is not None and not hasattr(record, "invocation_id"):
+            record.invocation_id = info.invocation_id
+            record.function = info.function_name
+        return record.levelno >= self.threshold(record.category)
+
+
+def _timestamp(record: logging.LogRecord) -> str:
+    moment = datetime.fromtimestamp(record.created, timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+class TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        if record.exc_info and not getattr(record, "event", None):
+            message += "\n" + self.formatException(record.exc_info)
+        user = str(getattr(record, "category", "")).endswith(".User")
+        if user and getattr(record, "invocation_id", None):
+            message = f"[Functions.{record.function} Id={record.invocation_id}] {message}"
+        return f"[{_timestamp(record)}] {message}"
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        event: dict[str, Any] = {
+            "time": _timestamp(record),
+            "level": record.levelname,
+            "category": getattr(record, "category", record.name),
+            "message": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key not in _STANDARD and key not in ("category",) and not key.startswith("_"):
+                event[_camel(key)] = value
+        if record.exc_info:
+            event["exception"] = self.formatException(record.exc_info)
+        return json.dumps(event, default=str)
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def configure(output: str = "text", levels: Mapping[str, str] | None = None,
+              stream: TextIO | None = None) -> logging.Handler:
+    """Install the console handler on the root logger (replacing an earlier one of ours)."""
+    handler = logging.StreamHandler(stream or sys.stdout)
+    handler.setFormatter(JsonFormatter() if output == "json" else TextFormatter())
+    handler.addFilter(CategoryFilter(levels or {}))
+    handler.set_name("funchost-console")
+    root = logging.getLogger()
+    for existing in list(root.handlers):
+        if existing.get_name() == "funchost-console":
+            root.removeHandler(existing)
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    for name in _QUIET:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    return handler
+
+
+def print_line(text: str, *, output: str = "text", event: str = "Info", **fields: Any) -> None:
+    """Start-up banner lines: plain text, or one NDJSON event."""
+    if output == "json":
+        payload = {"time": _timestamp(logging.makeLogRecord({})), "level": "INFO", "category": "Host.Startup",
+                   "event": event, "message": text, **fields}
+        print(json.dumps(payload, default=str), flush=True)
+    else:
+        print(text, flush=True)

@@ -1,0 +1,196 @@
+"""The executor: threads vs loop, context, return-value rules, Out, timeout, retry policies."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from pathlib import Path
+
+import pytest
+from azure.functions.meta import Datum
+
+from funchost.errors import FunctionTimeoutError, InvocationError
+from funchost.invocation.contracts import InvocationRequest
+from funchost.invocation.context import InvocationInfo, current_invocation
+from funchost.logs import CategoryFilter, TextFormatter
+from funchost.testing import HostHarness, write_app
+
+TIMER = Datum(json.dumps({"Schedule": {"AdjustForDST": True}, "ScheduleStatus": None, "IsPastDue": False}), "json")
+NEVER = "0 0 0 1 1 *"  # once a year: the timer listener stays out of the way
+
+
+def timer_request(host: HostHarness, name: str) -> InvocationRequest:
+    return InvocationRequest(function=host.runtime.functions[name], trigger_value=TIMER, reason="test")
+
+
+async def start(tmp_path: Path, code: str, **host_json: object) -> HostHarness:
+    write_app(tmp_path / "app", code, host_json={"version": "2.0", **host_json})
+    return await HostHarness(tmp_path / "app", data_dir=tmp_path / "data").start()
+
+
+APP = f"""
+import asyncio, threading, logging
+import azure.functions as func
+app = func.FunctionApp()
+seen = {{}}
+
+@app.timer_trigger(arg_name="t", schedule="{NEVER}")
+def sync_fn(t: func.TimerRequest, context: func.Context) -> None:
+    seen["sync"] = (threading.current_thread().name, context.invocation_id, context.function_name,
+                    context.function_directory, context.thread_local_storage.invocation_id, t.past_due)
+
+@app.timer_trigger(arg_name="t", schedule="{NEVER}")
+async def async_fn(t: func.TimerRequest, context: func.Context) -> None:
+    seen["async"] = (threading.current_thread().name, context.invocation_id)
+
+@app.timer_trigger(arg_name="t", schedule="{NEVER}")
+def returns_value(t: func.TimerRequest):
+    return "surprise"
+
+@app.timer_trigger(arg_name="t", schedule="{NEVER}")
+async def hangs(t: func.TimerRequest) -> None:
+    await asyncio.Event().wait()
+
+@app.timer_trigger(arg_name="t", schedule="{NEVER}")
+def logs_something(t: func.TimerRequest) -> None:
+    logging.getLogger("user").warning("hello from the function")
+"""
+
+
+async def test_sync_in_pool_async_on_loop_and_context(tmp_path: Path) -> None:
+    host = await start(tmp_path, APP)
+    try:
+        import function_app  # the module the host imported
+
+        sync_request = timer_request(host, "sync_fn")
+        result = await host.runtime.invoker.invoke(sync_request)
+        assert result.succeeded, result.error
+        thread, inv_id, name, directory, tls_id, past_due = function_app.seen["sync"]
+        assert thread.startswith("function")
+        assert inv_id == sync_request.invocation_id == tls_id
+        assert name == "sync_fn" and directory == str((tmp_path / "app").resolve())
+        assert past_due is False
+        result = await host.runtime.invoker.invoke(timer_request(host, "async_fn"))
+        assert result.succeeded
+        assert function_app.seen["async"][0] == "MainThread"
+    finally:
+        await host.stop()
+
+
+async def test_non_none_return_without_return_binding_fails(tmp_path: Path) -> None:
+    host = await start(tmp_path, APP)
+    try:
+        result = await host.runtime.invoker.invoke(timer_request(host, "returns_value"))
+        assert not result.succeeded
+        assert isinstance(result.error, InvocationError)
+        assert "without a $return binding returned a non-None value" in str(result.error)
+    finally:
+        await host.stop()
+
+
+async def test_function_timeout_is_enforced_on_the_clock(tmp_path: Path) -> None:
+    host = await start(tmp_path, APP, functionTimeout="00:00:05")
+    try:
+        task = asyncio.create_task(host.runtime.invoker.invoke(timer_request(host, "hangs")))
+        await host.advance(4)
+        assert not task.done()
+        await host.advance(1)
+        result = await asyncio.wait_for(task, 5)
+        assert isinstance(result.error, FunctionTimeoutError)
+        assert "Timeout value of 00:00:05 was exceeded by function: Functions.hangs" in str(result.error)
+    finally:
+        await host.stop()
+
+
+def test_user_log_records_are_tagged_with_the_invocation() -> None:
+    record = logging.LogRecord("user", logging.WARNING, __file__, 1, "hello", None, None)
+    token = current_invocation.set(InvocationInfo("abc-123", "work"))
+    try:
+        assert CategoryFilter({"default": "Information"}).filter(record)
+    finally:
+        current_invocation.reset(token)
+    assert record.category == "Function.work.User"
+    assert record.invocation_id == "abc-123"
+    assert "[Functions.work Id=abc-123] hello" in TextFormatter().format(record)
+
+
+def test_log_levels_follow_the_most_specific_category() -> None:
+    levels = CategoryFilter({"default": "Warning", "Function.work": "Debug", "Function.work.User": "Error"})
+    assert levels.threshold("Function.work.User") == logging.ERROR
+    assert levels.threshold("Function.work") == logging.DEBUG
+    assert levels.threshold("Function.other.User") == logging.WARNING
+
+
+RETRY_APP = f"""
+import azure.functions as func
+app = func.FunctionApp()
+calls = []
+
+def record(context, clock_now):
+    rc = context.retry_context
+    calls.append((rc.retry_count, rc.max_retry_count,
+                  rc.rpc_exception.message if rc.rpc_exception else None, clock_now()))
+
+@app.timer_trigger(arg_name="t", schedule="{NEVER}")
+@app.retry(strategy="fixed_delay", max_retry_count="2", delay_interval="00:00:10")
+def fixed(t: func.TimerRequest, context: func.Context) -> None:
+    record(context, app.clock_now)
+    raise ValueError(f"attempt {{len(calls)}} failed")
+
+@app.timer_trigger(arg_name="t", schedule="{NEVER}")
+@app.retry(strategy="exponential_backoff", max_retry_count="4",
+           minimum_interval="00:00:04", maximum_interval="00:00:20")
+def exponential(t: func.TimerRequest, context: func.Context) -> None:
+    record(context, app.clock_now)
+    raise ValueError("nope")
+
+@app.timer_trigger(arg_name="t", schedule="{NEVER}")
+@app.retry(strategy="fixed_delay", max_retry_count="-1", delay_interval="00:01:00")
+def forever(t: func.TimerRequest, context: func.Context) -> None:
+    record(context, app.clock_now)
+    if len(calls) < 6:
+        raise RuntimeError("not yet")
+"""
+
+
+async def _run_with_retries(tmp_path: Path, name: str, advance: float) -> tuple[object, list]:
+    host = await start(tmp_path, RETRY_APP)
+    try:
+        import function_app
+
+        function_app.app.clock_now = host.clock.monotonic
+        task = asyncio.create_task(host.runtime.invoker.invoke(timer_request(host, name)))
+        await host.advance(advance)
+        result = await asyncio.wait_for(task, 5)
+        return result, list(function_app.calls)
+    finally:
+        await host.stop()
+
+
+async def test_fixed_delay_retries_with_retry_context(tmp_path: Path) -> None:
+    result, calls = await _run_with_retries(tmp_path, "fixed", 100)
+    assert not result.succeeded and result.attempts == 3  # 1 + max_retry_count
+    assert [(c[0], c[1]) for c in calls] == [(0, 2), (1, 2), (2, 2)]
+    assert calls[0][2] is None
+    assert calls[1][2] == "ValueError: attempt 1 failed"
+    assert calls[2][2] == "ValueError: attempt 2 failed"
+    assert [c[3] for c in calls] == [0, 10, 20]
+
+
+async def test_exponential_backoff_delays_within_random_bounds(tmp_path: Path) -> None:
+    result, calls = await _run_with_retries(tmp_path, "exponential", 1000)
+    assert result.attempts == 5
+    times = [c[3] for c in calls]
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert gaps[0] == pytest.approx(4)  # retry 1 = minimum
+    assert 4 + 0.8 * 4 <= gaps[1] < 4 + 1.2 * 4  # min + r*2^0*min
+    assert 4 + 0.8 * 8 <= gaps[2] < 4 + 1.2 * 8  # min + r*2^1*min
+    assert gaps[3] == pytest.approx(20) or 4 + 0.8 * 16 <= gaps[3] <= 20  # capped at maximum
+
+
+async def test_infinite_retries_stop_at_success(tmp_path: Path) -> None:
+    result, calls = await _run_with_retries(tmp_path, "forever", 3600)
+    assert result.succeeded and result.attempts == 6
+    assert [c[0] for c in calls] == [0, 1, 2, 3, 4, 5]
+    assert all(c[1] == -1 for c in calls)

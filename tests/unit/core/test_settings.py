@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from funchost.errors import ConfigError
+from funchost.settings.app_settings import AppSettings
+from funchost.settings.connections import DEVSTORE_ACCOUNT, resolve_storage_connection
+from funchost.settings.host_json import load_host_json, parse_host_json
+from funchost.settings.local_settings import load_local_settings
+from funchost.settings.timespan import parse_timespan
+
+
+def test_environment_wins_over_local_settings_and_lookup_is_case_insensitive() -> None:
+    settings = AppSettings({"A": "file", "B": "file"}, environ={"a": "env"})
+    assert settings.get("A") == "env"
+    assert settings.get("b") == "file"
+
+
+def test_tokens_resolve_and_missing_ones_are_errors() -> None:
+    settings = AppSettings({"QUEUE": "orders"}, environ={})
+    assert settings.resolve_tokens("%QUEUE%-poison") == "orders-poison"
+    with pytest.raises(ConfigError, match="'MISSING'"):
+        settings.resolve_tokens("%MISSING%")
+
+
+def test_local_settings_parsing_and_errors(tmp_path: Path) -> None:
+    (tmp_path / "local.settings.json").write_text(json.dumps(
+        {"IsEncrypted": False, "Values": {"X": "1", "N": 5, "B": True}, "Host": {"LocalHttpPort": 7072}}))
+    local = load_local_settings(tmp_path)
+    assert local.values == {"X": "1", "N": "5", "B": "true"}
+    assert local.local_http_port == 7072
+    (tmp_path / "local.settings.json").write_text(json.dumps({"Values": {}, "Hots": {}}))
+    with pytest.raises(ConfigError, match="local.settings.json: Hots"):
+        load_local_settings(tmp_path)
+    (tmp_path / "local.settings.json").write_text('{"Values": {')
+    with pytest.raises(ConfigError, match="invalid JSON at line 1"):
+        load_local_settings(tmp_path)
+
+
+def test_host_json_requires_version_and_names_typos() -> None:
+    with pytest.raises(ConfigError, match="version"):
+        parse_host_json({})
+    with pytest.raises(ConfigError, match=r"host.json: functionTimout: unknown key \(did you mean 'functiontimeout'"):
+        parse_host_json({"version": "2.0", "functionTimout": "00:01:00"})
+    with pytest.raises(ConfigError, match="host.json: logging.logLevel.default"):
+        parse_host_json({"version": "2.0", "logging": {"logLevel": {"default": "Loud"}}})
+
+
+def test_host_json_timeout_and_known_keys_warn_once(caplog: pytest.LogCaptureFixture) -> None:
+    options = parse_host_json({"version": "2.0", "functionTimeout": "00:00:10",
+                               "extensionBundle": {"id": "Microsoft.Azure.Functions.ExtensionBundle"},
+                               "logging": {"applicationInsights": {}}})
+    assert options.function_timeout == 10.0
+    assert len(options.warnings) == 2
+    assert any("extensionBundle" in w for w in options.warnings)
+    assert parse_host_json({"version": "2.0", "functionTimeout": "-1"}).function_timeout is None
+    with pytest.raises(ConfigError, match="at least 1"):
+        parse_host_json({"version": "2.0", "functionTimeout": "00:00:00"})
+
+
+def test_missing_host_json_means_defaults(tmp_path: Path) -> None:
+    assert load_host_json(tmp_path).function_timeout == 1800.0
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("00:00:02", 2), ("00:01", 60), ("1.02:00:00", 93600), ("5", 432000), ("00:00:00.5", 0.5),
+    ("25:00:00:00", 25 * 86400), ("-00:00:01", -1),
+])
+def test_timespans(text: str, seconds: float) -> None:
+    assert parse_timespan(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "abc", "24:00:00", "00:60:00", "1:2:3:4:5"])
+def test_bad_timespans(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_timespan(text)
+
+
+def test_connection_resolution_order() -> None:
+    settings = AppSettings({
+        "AzureWebJobsStorage": "UseDevelopmentStorage=true",
+        "AzureWebJobsOther": "DefaultEndpointsProtocol=https;AccountName=other;AccountKey=a2V5",
+        "Exact": "AccountName=exact;AccountKey=a2V5",
+        "Ident__queueServiceUri": "https://ident.queue.core.windows.net",
+    }, environ={})
+    assert resolve_storage_connection(None, settings).account_name == DEVSTORE_ACCOUNT
+    assert resolve_storage_connection("", settings).setting_name == "AzureWebJobsStorage"
+    assert resolve_storage_connection("Other", settings).account_name == "other"
+    assert resolve_storage_connection("Exact", settings).account_name == "exact"
+    ident = resolve_storage_connection("Ident", settings, service="queue")
+    assert ident.is_identity and ident.account_name == "ident"
+    assert "a2V5" not in repr(resolve_storage_connection("Exact", settings))
+    with pytest.raises(ConfigError, match="'Nope' does not exist"):
+        resolve_storage_connection("Nope", settings)
