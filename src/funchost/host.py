@@ -28,6 +28,7 @@ from funchost.invocation import retry as retry_rules
 from funchost.invocation.executor import Executor, thread_count_from
 from funchost.runtime import registry
 from funchost.runtime.contracts import Listener, Runtime
+from funchost.runtime.current import get_current, set_current
 from funchost.runtime.faults import FaultInjector
 from funchost.runtime.signals import Signals
 from funchost.settings.app_settings import AppSettings
@@ -134,6 +135,8 @@ class Host:
     async def start(self) -> None:
         runtime = self.runtime or self.load()
         runtime.signals.bind_loop(asyncio.get_running_loop())
+        runtime.services["loop"] = asyncio.get_running_loop()
+        set_current(runtime)
         self.state = "Initialized"
         try:
             await self._start_services(runtime)
@@ -188,6 +191,8 @@ class Host:
             await _quietly(self._executor.stop(timeout=30), "executor")
         if self.runtime is not None:
             await _quietly(self.runtime.storage.aclose(), "storage")
+            if get_current() is self.runtime:
+                set_current(None)
         self.state = "Stopped"
 
     def status(self) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +46,10 @@ def fail(message: str, code: int = 1) -> int:
     return code
 
 
-def report_errors(fn):  # type: ignore[no-untyped-def]
+Handler = Callable[[argparse.Namespace], "int | None"]
+
+
+def report_errors(fn: Handler) -> Callable[[argparse.Namespace], int]:
     """Decorator for command handlers: FunchostError -> one clear line and exit code 1."""
 
     def wrapper(args: argparse.Namespace) -> int:

@@ -42,7 +42,7 @@ def converter(binding_type: str) -> Any:
 def _uses_generic(binding: BindingSpec, pytype: Any) -> bool:
     """str / bytes on a binding with no implicit output are bound with the generic converter."""
     conv = converter(binding.type)
-    implicit = bool(conv is not None and conv.has_implicit_output())
+    implicit = bool(conv is not None and getattr(conv, "has_implicit_output", lambda: False)())
     return pytype in (str, bytes) and not implicit
 
 

@@ -28,7 +28,7 @@ def generic_decode(datum: Datum | None) -> Any:
     raise InvocationError(f"unsupported data type {datum.type!r} for a generic binding")
 
 
-def decode(param: ParameterSpec, datum: Datum | None, metadata: dict[str, Datum]) -> Any:
+def decode(param: ParameterSpec, datum: Datum | None, metadata: dict[str, Datum] | None) -> Any:
     binding = param.binding
     assert binding is not None
     annotation = None if param.annotation is EMPTY else param.annotation

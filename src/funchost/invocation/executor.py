@@ -169,7 +169,8 @@ class Executor:
                 support = registry.binding_support(binding.type)
                 with activity.busy():
                     datum = await support.read(binding, request, runtime)
-                kwargs[param.name] = arguments.decode(param, datum, metadata)
+                # The worker passes trigger metadata to the trigger parameter only.
+                kwargs[param.name] = arguments.decode(param, datum, None)
         return kwargs, outs
 
     async def _call(self, function: FunctionSpec, kwargs: dict[str, Any], request: InvocationRequest) -> Any:

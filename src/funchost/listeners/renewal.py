@@ -20,11 +20,12 @@ Renew = Callable[[], Awaitable[bool]]
 
 
 class Renewer:
-    def __init__(self, name: str, renew: Renew, clock: Clock, *, interval: float, minimum: float) -> None:
+    def __init__(self, name: str, renew: Renew, clock: Clock, *, interval: float, minimum: float,
+                 first: float | None = None) -> None:
         self.name = name
         self._renew = renew
         self._clock = clock
-        self._first = interval
+        self._first = interval if first is None else first  # change feed leases: interval / 2
         self._timing = LinearSpeedup(interval, minimum)
         self._task: asyncio.Task[None] | None = None
         self.lost = False

@@ -1,0 +1,58 @@
+"""Azure's naming rules for containers, blobs and metadata, checked before anything is stored.
+
+The service answers 400 for names that break these rules; the embedded store does the same so
+an app that works locally does not fail on Azure for a name.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping
+
+from funchost.errors import InvalidInput, InvalidResourceName
+
+_CONTAINER = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$")
+MAX_BLOB_NAME = 1024
+MAX_PATH_SEGMENTS = 254
+_METADATA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_METADATA_BYTES = 8 * 1024
+
+
+def check_container_name(name: str) -> None:
+    """3-63 lower-case letters, digits and single hyphens; starts and ends with a letter or digit."""
+    if not isinstance(name, str) or not _CONTAINER.match(name):
+        raise InvalidResourceName(f"invalid container name {name!r}: use 3-63 lowercase letters, digits "
+                                  "and single hyphens, starting and ending with a letter or digit")
+
+
+def check_blob_name(name: str) -> None:
+    """1-1024 characters, at most 254 '/'-separated segments, no control characters."""
+    if not isinstance(name, str) or not 1 <= len(name) <= MAX_BLOB_NAME:
+        raise InvalidResourceName(f"blob names are 1 to {MAX_BLOB_NAME} characters long")
+    if name.count("/") + 1 > MAX_PATH_SEGMENTS:
+        raise InvalidResourceName(f"blob names have at most {MAX_PATH_SEGMENTS} path segments")
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in name):
+        raise InvalidResourceName("blob names cannot contain control characters")
+
+
+def check_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
+    """Names are C# identifiers, unique case-insensitively; the whole set is at most 8 KiB."""
+    seen: set[str] = set()
+    size = 0
+    for key, value in metadata.items():
+        if not _METADATA_NAME.match(key) or key.lower() in seen:
+            raise InvalidInput(f"invalid metadata name {key!r}", code="InvalidMetadata")
+        seen.add(key.lower())
+        size += len(key.encode()) + len(str(value).encode())
+    if size > MAX_METADATA_BYTES:
+        raise InvalidInput("metadata is larger than 8 KiB", code="MetadataTooLarge")
+    return {str(k): str(v) for k, v in metadata.items()}
+
+
+def canonical_lease_id(lease_id: str) -> str:
+    """Lease ids are GUIDs in any format .NET accepts; other strings are a 400."""
+    try:
+        return str(uuid.UUID(lease_id.strip()))
+    except (ValueError, AttributeError) as exc:
+        raise InvalidInput(f"lease id {lease_id!r} is not a GUID", code="InvalidHeaderValue") from exc

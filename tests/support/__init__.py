@@ -1,0 +1,1 @@
+"""Shared test support: external services (Azurite) and their pytest fixtures."""
