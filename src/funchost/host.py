@@ -104,7 +104,10 @@ class Host:
             host_id=host_id_for(self.app_dir, settings),
         )
         self._executor.runtime = runtime
-        self.port = self.config.port or local.local_http_port or DEFAULT_PORT
+        if self.config.port is not None:
+            self.port = self.config.port  # 0 = pick a free port
+        else:
+            self.port = local.local_http_port or DEFAULT_PORT
         runtime.services["http.base_url"] = f"http://localhost:{self.port}"
         runtime.services["host.status"] = self.status
         runtime.services["host"] = self
@@ -171,7 +174,7 @@ class Host:
 
         self.keys = KeyStore.load_or_create(self.data_dir, runtime.settings, [f.name for f in self.functions])
         runtime.services["http.keys"] = self.keys
-        self.http_server = HttpServer(runtime, self.keys, host=self.config.bind, port=self.port or DEFAULT_PORT)
+        self.http_server = HttpServer(runtime, self.keys, host=self.config.bind, port=self.port if self.port is not None else DEFAULT_PORT)
         await self.http_server.start()
         self.port = self.http_server.port
         runtime.services["http.base_url"] = f"http://localhost:{self.port}"

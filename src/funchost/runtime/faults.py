@@ -10,6 +10,7 @@ Known points (keep this list in sync with the code):
     queue.delete.before / queue.delete.after
     queue.update.before / queue.update.after
     function.before / function.after      (around the user function, inside the executor)
+    changefeed.checkpoint.before          (before a change-feed lease checkpoint)
 """
 
 from __future__ import annotations
