@@ -1,0 +1,70 @@
+"""The small dialect layer under the repositories.
+
+Repositories write SQL once, with `?` placeholders, against `Tx`. A `Database` opens
+transactions and translates driver errors into `JobStoreError` / `StoreUnavailable`; the two
+differences that matter for behaviour are spelled out as attributes:
+
+- `skip_locked`: appended to row-leasing sub-selects (PostgreSQL: `FOR UPDATE SKIP LOCKED`;
+  SQLite needs nothing because `BEGIN IMMEDIATE` already serialises writers);
+- `lock_row`: appended to a classification read after a failed conditional update.
+
+Times are always passed in from the caller's clock (never the database's `now()`), so a manual
+clock drives leases and back-offs in tests exactly as real time does in production.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+Row = dict[str, Any]
+
+
+class Tx(Protocol):
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run a statement; return the number of rows it changed."""
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None: ...
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]: ...
+
+
+class Database(ABC):
+    """One jobs database. Safe to share between threads (one connection per thread)."""
+
+    name: str = ""
+    skip_locked: str = ""
+    lock_row: str = ""
+
+    @abstractmethod
+    def transaction(self) -> AbstractContextManager[Tx]:
+        """A write transaction: committed on normal exit, rolled back on exception."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def migration_lock(self) -> str | None:
+        """A statement that serialises schema migration between hosts (None: not needed)."""
+        return None
+
+
+def to_dt(value: Any) -> datetime | None:
+    """A timestamp read back from either dialect, as an aware UTC datetime."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+    text = str(value)
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    return datetime.fromisoformat(text).astimezone(UTC)
+
+
+def sortable_text(value: datetime) -> str:
+    """Fixed-width UTC text that sorts like the instant it names (used by SQLite)."""
+    if value.tzinfo is None:
+        raise ValueError("timestamps must be timezone-aware")
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -1,0 +1,74 @@
+"""The reliability store tests, run again on PostgreSQL (same test code as on SQLite).
+
+Also checks what only PostgreSQL does: several hosts opening (migrating) the same database at
+once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.support.reliability import SteppingNow, make_store
+from tests.unit.reliability.test_store_dispatcher import *  # noqa: F403
+from tests.unit.reliability.test_store_effects_watchdog import *  # noqa: F403
+from tests.unit.reliability.test_store_intake import *  # noqa: F403
+from tests.unit.reliability.test_store_lease import *  # noqa: F403
+from tests.unit.reliability.test_store_outbox import *  # noqa: F403
+from tests.unit.reliability.test_store_quarantine import *  # noqa: F403
+
+from funchost.reliability.jobstore import JobStore, open_postgres
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def now() -> SteppingNow:
+    return SteppingNow()
+
+
+@pytest.fixture(params=["postgres"])
+def store_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def store_target(postgres_dsn: str, postgres_schema: str) -> tuple[str, str | None]:
+    return postgres_dsn, postgres_schema
+
+
+@pytest.fixture
+def store(store_kind: str, store_target: tuple[str, str | None], tmp_path: Path, now: SteppingNow) -> Iterator[JobStore]:
+    dsn, schema = store_target
+    s = make_store(store_kind, tmp_path=tmp_path, now=now, dsn=dsn, schema=schema)
+    yield s
+    s.close()
+
+
+def test_several_hosts_open_the_same_database_at_once(postgres_dsn: str, postgres_schema: str) -> None:
+    errors: list[Exception] = []
+    versions: list[int] = []
+
+    def open_one() -> None:
+        try:
+            store = open_postgres(postgres_dsn, schema=postgres_schema)
+            versions.append(store.schema_version)
+            store.close()
+        except Exception as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors and versions == [1, 1, 1, 1]
+
+
+def test_timestamps_are_timestamptz(store: JobStore) -> None:
+    with store.db.transaction() as tx:
+        row = tx.one("SELECT data_type FROM information_schema.columns WHERE table_name = 'jobs'"
+                     " AND column_name = 'lease_until' AND table_schema = current_schema()")
+    assert row is not None and row["data_type"] == "timestamp with time zone"

@@ -1,0 +1,45 @@
+"""pytest fixtures for PostgreSQL (register with `pytest_plugins` in the root conftest).
+
+- `postgres_dsn` (session): DSN of the throwaway server (or FUNCHOST_TEST_POSTGRES_DSN).
+  When PostgreSQL cannot be started, every test that uses it fails with the reason; it is
+  never skipped.
+- `postgres_schema`: a fresh, empty PostgreSQL schema name for one test, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from tests.support.postgres import PostgresServer, PostgresUnavailable, start_postgres
+
+
+@pytest.fixture(scope="session")
+def _postgres_server() -> Iterator[PostgresServer | PostgresUnavailable]:
+    try:
+        server: PostgresServer | PostgresUnavailable = start_postgres()
+    except PostgresUnavailable as exc:
+        server = exc
+    yield server
+    if isinstance(server, PostgresServer):
+        server.stop()
+
+
+@pytest.fixture
+def postgres_dsn(_postgres_server: PostgresServer | PostgresUnavailable) -> str:
+    if isinstance(_postgres_server, PostgresUnavailable):
+        pytest.fail(f"PostgreSQL is required for this test and could not be started: {_postgres_server}",
+                    pytrace=False)
+    return _postgres_server.dsn
+
+
+@pytest.fixture
+def postgres_schema(postgres_dsn: str) -> Iterator[str]:
+    import psycopg
+    from psycopg import sql
+
+    name = "t_" + uuid.uuid4().hex[:16]
+    yield name
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
