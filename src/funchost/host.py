@@ -118,11 +118,11 @@ class Host:
     def _validate(self, runtime: Runtime) -> None:
         for function in self.functions:
             try:
-                trigger = registry.trigger_support(function.trigger_type)
+                trigger = registry.require_trigger(function.trigger_type)
                 trigger.validate(function, runtime)
                 for binding in function.bindings:
                     if not binding.is_trigger:
-                        registry.binding_support(binding.type).validate(binding, function, runtime)
+                        registry.require_binding(binding.type).validate(binding, function, runtime)
             except AppLoadError:
                 raise
             except (ConfigError, FunchostError, ValueError) as exc:
@@ -144,7 +144,7 @@ class Host:
         try:
             await self._start_services(runtime)
             for function in self.functions:
-                support = registry.trigger_support(function.trigger_type)
+                support = registry.require_trigger(function.trigger_type)
                 listener = support.create_listener(function, runtime)
                 if listener is not None:
                     await listener.start()
@@ -215,7 +215,7 @@ class Host:
         assert runtime is not None
         rows = []
         for function in sorted(self.functions, key=lambda f: f.name.lower()):
-            support = registry.trigger_support(function.trigger_type)
+            support = registry.require_trigger(function.trigger_type)
             rows.append((function.name, support.describe(function, runtime)))
         return rows
 

@@ -53,12 +53,13 @@ class CategoryFilter(logging.Filter):
         return self.default
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.category = category_of(record)
+        category = category_of(record)
+        record.category = category
         info = current_invocation.get()
         if info is not None and not hasattr(record, "invocation_id"):
             record.invocation_id = info.invocation_id
             record.function = info.function_name
-        return record.levelno >= self.threshold(record.category)
+        return record.levelno >= self.threshold(category)
 
 
 def _timestamp(record: logging.LogRecord) -> str:
@@ -73,7 +74,7 @@ class TextFormatter(logging.Formatter):
             message += "\n" + self.formatException(record.exc_info)
         user = str(getattr(record, "category", "")).endswith(".User")
         if user and getattr(record, "invocation_id", None):
-            message = f"[Functions.{record.function} Id={record.invocation_id}] {message}"
+            message = f"[Functions.{getattr(record, 'function', '')} Id={getattr(record, "invocation_id", "")}] {message}"
         return f"[{_timestamp(record)}] {message}"
 
 

@@ -17,7 +17,7 @@ from azure.functions import get_binding_registry
 from funchost.indexing.spec import EMPTY, BindingSpec, ParameterSpec
 
 RETURN = "$return"
-_registry = get_binding_registry()
+_registry = get_binding_registry()  # type: ignore[no-untyped-call]
 
 
 class SignatureError(ValueError):
@@ -89,7 +89,7 @@ def build_parameters(
     if return_binding is not None:
         if return_binding.direction != "out":
             raise SignatureError('"$return" binding must have direction set to "out"')
-        if return_annotation is not EMPTY:
+        if return_annotation not in (EMPTY, None, type(None)):  # `-> None`: nothing is returned
             is_out, _ = _out_type(return_annotation)
             if is_out:
                 raise SignatureError("return annotation should not be azure.functions.Out")

@@ -75,8 +75,8 @@ def encode(binding: BindingSpec, value: Any, annotation: Any) -> Datum | None:
     except NotImplementedError:
         datum = None
     if datum is None:
-        datum = generic_encode(value)
-    return datum
+        return generic_encode(value)
+    return datum  # type: ignore[no-any-return]
 
 
 def new_outputs(function: FunctionSpec) -> dict[str, OutValue]:

@@ -166,7 +166,7 @@ class Executor:
             elif binding.is_trigger:
                 kwargs[param.name] = arguments.decode(param, request.trigger_value, metadata)
             else:
-                support = registry.binding_support(binding.type)
+                support = registry.require_binding(binding.type)
                 with activity.busy():
                     datum = await support.read(binding, request, runtime)
                 # The worker passes trigger metadata to the trigger parameter only.
@@ -228,7 +228,7 @@ class Executor:
             binding = function.binding(name)
             if binding is None or binding.type == "http":
                 continue  # HTTP responses are the HTTP trigger's to send
-            support = registry.binding_support(binding.type)
+            support = registry.require_binding(binding.type)
             await support.write(binding, datum, request, runtime)
 
 

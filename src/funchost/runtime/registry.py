@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from funchost.errors import UnsupportedBindingError
+
 TRIGGER_MODULES: dict[str, str] = {
     "httpTrigger": "funchost.triggers.http",
     "queueTrigger": "funchost.triggers.queue",
@@ -44,3 +46,18 @@ def trigger_support(trigger_type: str) -> Any | None:
 def binding_support(binding_type: str) -> Any | None:
     module = BINDING_MODULES.get(binding_type)
     return _load(module) if module else None
+
+
+def require_trigger(trigger_type: str) -> Any:
+    """For functions that passed indexing, where support is known to exist."""
+    support = trigger_support(trigger_type)
+    if support is None:
+        raise UnsupportedBindingError(f"trigger type '{trigger_type}' is not supported by funchost")
+    return support
+
+
+def require_binding(binding_type: str) -> Any:
+    support = binding_support(binding_type)
+    if support is None:
+        raise UnsupportedBindingError(f"binding type '{binding_type}' is not supported by funchost")
+    return support

@@ -114,5 +114,5 @@ def create_backend(kind: str, data_dir: Path, settings: AppSettings, clock: Cloc
     if kind == "azure":
         from funchost.storage.azure.backend import AzureStorage
 
-        return AzureStorage(settings, clock)  # type: ignore[no-any-return]
+        return AzureStorage(settings, clock)
     raise ConfigError(f"unknown storage backend '{kind}' (expected 'embedded' or 'azure')", path="--storage")

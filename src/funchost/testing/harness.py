@@ -153,7 +153,8 @@ class HostHarness:
         client = self._http_client()
         headers = dict(kwargs.pop("headers", None) or {})
         if key is not None:
-            keys = self.runtime.services.get("http.keys")
+            self._http_client()  # creates the key store when no server runs
+            keys = self.runtime.services["http.keys"]
             headers["x-functions-key"] = keys.master_key if key == "master" else key
         response = await client.request(method, path, headers=headers, **kwargs)
         return response
@@ -179,7 +180,7 @@ class HostHarness:
         function = runtime.functions.get(function_name)
         if function is None:
             raise FunchostError(f"no function named {function_name!r}")
-        support = registry.trigger_support(function.trigger_type)
+        support = registry.require_trigger(function.trigger_type)
         request = await support.admin_request(function, runtime, {"input": input})
         return await runtime.invoker.invoke(request)
 

@@ -1,0 +1,244 @@
+"""HTTP trigger throughput, latency and start-up time: funchost vs bare uvicorn.
+
+    python benchmarks/http_bench.py [--duration 5] [--connections 16] [--rounds 2]
+
+Targets, both started as separate processes and measured by the same load generator with the
+same concurrency, interleaved round by round:
+
+* ``funchost``: ``funchost start`` on a one-function app (``GET /api/hello`` -> "Hello, world!");
+* ``bare``: a raw ASGI hello-world callable on the same uvicorn (httptools + uvloop).
+
+The load generator is ``wrk`` when installed (``apt-get install wrk``), else a keep-alive client
+on raw sockets in its own process. Start-up time is measured from process spawn to the first
+served ``GET /api/hello``. Output: ``benchmarks/results/http.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent
+RESULTS = ROOT / "results" / "http.json"
+PATH = "/api/hello"
+
+APP = textwrap.dedent('''
+    import azure.functions as func
+
+    app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+
+    @app.route(route="hello", methods=["GET"])
+    def hello(req: func.HttpRequest) -> func.HttpResponse:
+        return func.HttpResponse("Hello, world!")
+''')
+
+BARE = textwrap.dedent('''
+    import sys
+    import uvicorn
+
+    BODY = b"Hello, world!"
+    HEADERS = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", b"13")]
+
+    async def app(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+        await send({"type": "http.response.body", "body": BODY})
+
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), lifespan="off", log_level="warning",
+                access_log=False, server_header=False)
+''')
+
+# A keep-alive HTTP/1.1 client on raw sockets, run in its own process: prints JSON.
+CLIENT = textwrap.dedent('''
+    import asyncio, json, sys, time
+
+    port, connections, duration = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+    REQUEST = f"GET {sys.argv[4]} HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\n\\r\\n".encode()
+
+    async def worker(latencies, stop_at):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        while time.perf_counter() < stop_at:
+            started = time.perf_counter()
+            writer.write(REQUEST)
+            head = await reader.readuntil(b"\\r\\n\\r\\n")
+            length = 0
+            for line in head.split(b"\\r\\n"):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":", 1)[1])
+            if length:
+                await reader.readexactly(length)
+            latencies.append(time.perf_counter() - started)
+        writer.close()
+
+    async def main():
+        latencies = []
+        started = time.perf_counter()
+        stop_at = started + duration
+        await asyncio.gather(*(worker(latencies, stop_at) for _ in range(connections)))
+        elapsed = time.perf_counter() - started
+        latencies.sort()
+        pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000
+        print(json.dumps({"requests": len(latencies), "rps": len(latencies) / elapsed,
+                          "p50_ms": pick(0.50), "p90_ms": pick(0.90), "p99_ms": pick(0.99)}))
+
+    try:
+        import uvloop
+        uvloop.run(main())
+    except ImportError:
+        asyncio.run(main())
+''')
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_ready(port: int, timeout: float = 30.0) -> float:
+    """Poll until GET /api/hello answers 200; returns the monotonic time it did."""
+    deadline = time.monotonic() + timeout
+    request = f"GET {PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode()
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+                sock.sendall(request)
+                if sock.recv(64).startswith(b"HTTP/1.1 200"):
+                    return time.monotonic()
+        except OSError:
+            pass
+        time.sleep(0.005)
+    raise RuntimeError(f"port {port} did not serve {PATH} within {timeout}s")
+
+
+def start_funchost(app_dir: Path, data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+    cli = "import sys; from funchost.cli import main; sys.exit(main())"
+    return subprocess.Popen([sys.executable, "-c", cli, "start", str(app_dir), "--port", str(port),
+                             "--data", str(data_dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def measure_startup(app_dir: Path, work: Path, runs: int) -> list[float]:
+    times = []
+    for index in range(runs):
+        port = free_port()
+        spawned = time.monotonic()
+        process = start_funchost(app_dir, work / f"startup-{index}", port)
+        try:
+            times.append((wait_ready(port) - spawned) * 1000)
+        finally:
+            stop(process)
+    return times
+
+
+def _wrk_ms(text: str) -> float:
+    number, unit = re.match(r"([\d.]+)(us|ms|s)", text).groups()  # type: ignore[union-attr]
+    return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+def run_wrk(port: int, connections: int, duration: float) -> dict[str, float]:
+    out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{int(duration)}s", "--latency",
+                          f"http://127.0.0.1:{port}{PATH}"], capture_output=True, text=True, check=True).stdout
+    result = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))}  # type: ignore[union-attr]
+    for quantile in ("50", "90", "99"):
+        found = re.search(rf"^\s+{quantile}%\s+(\S+)", out, re.MULTILINE)
+        result[f"p{quantile}_ms"] = _wrk_ms(found.group(1)) if found else float("nan")
+    result["requests"] = float(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    return result
+
+
+def run_python_client(port: int, connections: int, duration: float) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", CLIENT, str(port), str(connections), str(duration), PATH],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def summarize(samples: list[dict[str, float]]) -> dict[str, Any]:
+    keys = ("rps", "p50_ms", "p90_ms", "p99_ms")
+    return {key: round(statistics.median(s[key] for s in samples), 3) for key in keys} | {"rounds": samples}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds per measurement")
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds per target")
+    parser.add_argument("--startup-runs", type=int, default=3)
+    parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
+    args = parser.parse_args()
+    client = args.client if args.client != "auto" else ("wrk" if shutil.which("wrk") else "python")
+    load = run_wrk if client == "wrk" else run_python_client
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        app_dir = work / "app"
+        app_dir.mkdir()
+        (app_dir / "function_app.py").write_text(APP)
+        (app_dir / "host.json").write_text('{"version": "2.0"}')
+        startup = measure_startup(app_dir, work, args.startup_runs)
+
+        bare_port, funchost_port = free_port(), free_port()
+        bare = subprocess.Popen([sys.executable, "-c", BARE, str(bare_port)])
+        funchost = start_funchost(app_dir, work / "data", funchost_port)
+        samples: dict[str, list[dict[str, float]]] = {"bare": [], "funchost": []}
+        try:
+            wait_ready(bare_port)
+            wait_ready(funchost_port)
+            for port in (bare_port, funchost_port):  # warm-up
+                load(port, args.connections, 1.0)
+            for _ in range(args.rounds):
+                samples["bare"].append(load(bare_port, args.connections, args.duration))
+                samples["funchost"].append(load(funchost_port, args.connections, args.duration))
+        finally:
+            stop(funchost)
+            stop(bare)
+
+    result = {
+        "environment": {"python": platform.python_version(), "machine": platform.machine(),
+                        "cpus": os.cpu_count(), "client": client},
+        "parameters": {"duration_s": args.duration, "connections": args.connections, "rounds": args.rounds},
+        "startup_ms": {"median": round(statistics.median(startup), 1), "runs": [round(t, 1) for t in startup]},
+        "bare": summarize(samples["bare"]),
+        "funchost": summarize(samples["funchost"]),
+    }
+    result["funchost_vs_bare_rps"] = round(result["funchost"]["rps"] / result["bare"]["rps"], 3)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(result, indent=2))
+    print(f"client: {client}, {args.connections} connections, {args.rounds} x {args.duration:g}s per target")
+    print(f"{'target':10} {'req/s':>10} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8}")
+    for name in ("bare", "funchost"):
+        row = result[name]
+        print(f"{name:10} {row['rps']:>10.0f} {row['p50_ms']:>8.2f} {row['p90_ms']:>8.2f} {row['p99_ms']:>8.2f}")
+    print(f"funchost / bare: {result['funchost_vs_bare_rps']:.0%}   start-up (spawn -> first response): "
+          f"{result['startup_ms']['median']:.0f} ms")
+    print(f"written to {RESULTS.relative_to(ROOT.parent)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""A FastAPI app served through Azure Functions' ASGI integration (func.AsgiFunctionApp).
+
+Every path under the route prefix goes to FastAPI: /api/health, /api/items/{id}, POST /api/items.
+"""
+
+import azure.functions as func
+from fastapi import FastAPI, HTTPException
+from pydantic import BaseModel
+
+api = FastAPI()
+ITEMS: dict[int, dict] = {1: {"id": 1, "name": "first"}}
+
+
+class NewItem(BaseModel):
+    name: str
+
+
+@api.get("/api/health")
+async def health() -> dict:
+    return {"status": "ok"}
+
+
+@api.get("/api/items/{item_id}")
+async def get_item(item_id: int) -> dict:
+    if item_id not in ITEMS:
+        raise HTTPException(status_code=404, detail="no such item")
+    return ITEMS[item_id]
+
+
+@api.post("/api/items", status_code=201)
+async def create_item(item: NewItem) -> dict:
+    new_id = max(ITEMS) + 1
+    ITEMS[new_id] = {"id": new_id, "name": item.name}
+    return ITEMS[new_id]
+
+
+app = func.AsgiFunctionApp(app=api, http_auth_level=func.AuthLevel.ANONYMOUS)

@@ -1,0 +1,1 @@
+"""Binding plug-ins: one module per binding type, each exposing ``SUPPORT``."""

@@ -1,0 +1,1 @@
+"""Trigger plug-ins: one package per trigger type, each exposing ``SUPPORT``."""

@@ -1,0 +1,205 @@
+"""Host and function keys, and what level a presented key grants (azure-semantics 3.4).
+
+Keys are created at the first start and kept as JSON under ``<data_dir>/keys/`` (mode 0600), in
+the shape the Functions host uses for file-based secrets: ``host.json`` with the master key,
+host function keys and system keys, and one ``<function>.json`` per function. Every comparison
+of a presented key is constant time (`hmac.compare_digest`).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+MASTER_KEY_SETTING = "FUNCHOST_MASTER_KEY"
+DEFAULT_KEY_NAME = "default"
+MASTER_KEY_NAME = "_master"
+KEY_HEADER = "x-functions-key"
+KEY_QUERY = "code"
+_KEY_BYTES = 40
+
+
+class AuthLevel(IntEnum):
+    ANONYMOUS = 0
+    FUNCTION = 1
+    SYSTEM = 2
+    ADMIN = 3
+
+
+@dataclass(frozen=True)
+class KeyMatch:
+    level: AuthLevel
+    key_name: str | None = None
+
+
+def new_key() -> str:
+    return secrets.token_urlsafe(_KEY_BYTES)
+
+
+def _equal(presented: str, stored: str) -> bool:
+    return hmac.compare_digest(presented.encode("utf-8"), stored.encode("utf-8"))
+
+
+def _write_private(path: Path, data: Mapping[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=2)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def _entries(keys: Mapping[str, str]) -> list[dict[str, Any]]:
+    return [{"name": name, "value": value, "encrypted": False} for name, value in keys.items()]
+
+
+def _read_entries(raw: Any) -> dict[str, str]:
+    if not isinstance(raw, list):
+        return {}
+    return {str(e["name"]): str(e["value"]) for e in raw if isinstance(e, dict) and "name" in e and "value" in e}
+
+
+class KeyStore:
+    def __init__(
+        self,
+        directory: Path,
+        master_key: str,
+        host_function_keys: Mapping[str, str],
+        system_keys: Mapping[str, str],
+        function_keys: Mapping[str, Mapping[str, str]],
+        *,
+        master_overridden: bool = False,
+        stored_master_key: str | None = None,
+    ) -> None:
+        self.directory = directory
+        self.master_key = master_key
+        self.host_function_keys = dict(host_function_keys)
+        self.system_keys = dict(system_keys)
+        # Function names are case-insensitive on Azure: stored by lower-cased name.
+        self.function_keys = {name.lower(): dict(keys) for name, keys in function_keys.items()}
+        self.master_overridden = master_overridden
+        self._stored_master = stored_master_key or master_key
+
+    # --- loading and persistence --------------------------------------------------------------
+
+    @classmethod
+    def load_or_create(cls, data_dir: Path, settings: Mapping[str, str] | Any,
+                       function_names: Iterable[str]) -> KeyStore:
+        directory = Path(data_dir) / "keys"
+        host_file = directory / "host.json"
+        host: dict[str, Any] = {}
+        if host_file.exists():
+            host = json.loads(host_file.read_text(encoding="utf-8"))
+        master_entry = host.get("masterKey") or {}
+        stored_master = master_entry.get("value") if isinstance(master_entry, dict) else None
+        created = stored_master is None
+        stored_master = stored_master or new_key()
+        host_keys = _read_entries(host.get("functionKeys")) or {DEFAULT_KEY_NAME: new_key()}
+        system_keys = _read_entries(host.get("systemKeys"))
+        override = settings.get(MASTER_KEY_SETTING) if settings is not None else None
+        store = cls(directory, override or stored_master, host_keys, system_keys, {},
+                    master_overridden=bool(override), stored_master_key=stored_master)
+        if created or not host_file.exists() or "functionKeys" not in host:
+            store._save_host()
+        for name in function_names:
+            store.ensure_function(name)
+        return store
+
+    def _save_host(self) -> None:
+        _write_private(self.directory / "host.json", {
+            "masterKey": {"name": "master", "value": self._stored_master, "encrypted": False},
+            "functionKeys": _entries(self.host_function_keys),
+            "systemKeys": _entries(self.system_keys),
+            "source": "runtime",
+        })
+
+    def _function_file(self, name: str) -> Path:
+        return self.directory / f"{name.lower()}.json"
+
+    def ensure_function(self, name: str) -> dict[str, str]:
+        """The function's keys, loaded from disk or created with a ``default`` key."""
+        lowered = name.lower()
+        if lowered in self.function_keys:
+            return self.function_keys[lowered]
+        path = self._function_file(name)
+        keys: dict[str, str] = {}
+        if path.exists():
+            keys = _read_entries(json.loads(path.read_text(encoding="utf-8")).get("keys"))
+        if not keys:
+            keys = {DEFAULT_KEY_NAME: new_key()}
+            _write_private(path, {"keys": _entries(keys), "source": "runtime"})
+        self.function_keys[lowered] = keys
+        return keys
+
+    def system_key(self, name: str) -> str:
+        """A host system key (e.g. ``eventgrid_extension``), created on first request."""
+        if name not in self.system_keys:
+            self.system_keys[name] = new_key()
+            self._save_host()
+        return self.system_keys[name]
+
+    # --- resolution ---------------------------------------------------------------------------
+
+    def resolve(self, presented: str | None, function_name: str | None = None) -> KeyMatch:
+        """The level a key grants, first match wins: master, system, host function, function key."""
+        if not presented:
+            return KeyMatch(AuthLevel.ANONYMOUS)
+        if _equal(presented, self.master_key):
+            return KeyMatch(AuthLevel.ADMIN, MASTER_KEY_NAME)
+        for name, value in self.system_keys.items():
+            if _equal(presented, value):
+                return KeyMatch(AuthLevel.SYSTEM, name)
+        for name, value in self.host_function_keys.items():
+            if _equal(presented, value):
+                return KeyMatch(AuthLevel.FUNCTION, name)
+        if function_name is not None:
+            for name, value in self.function_keys.get(function_name.lower(), {}).items():
+                if _equal(presented, value):
+                    return KeyMatch(AuthLevel.FUNCTION, name)
+        return KeyMatch(AuthLevel.ANONYMOUS)
+
+    def describe(self) -> list[str]:
+        """Lines for the start-up banner: the keys a developer needs to call the app.
+
+        A master key given through the app setting is not echoed back.
+        """
+        master = f"(from app setting {MASTER_KEY_SETTING})" if self.master_overridden else self.master_key
+        lines = [f"Master key: {master}"]
+        lines += [f"Host function key '{name}': {value}" for name, value in self.host_function_keys.items()]
+        lines.append(f"Keys are stored in {self.directory}")
+        return lines
+
+
+def presented_key(headers: Mapping[str, str], query: Mapping[str, str]) -> str | None:
+    """The ``x-functions-key`` header wins over the ``code`` query parameter."""
+    header = headers.get(KEY_HEADER)
+    if header:
+        return header
+    return query.get(KEY_QUERY) or None
+
+
+def authorized(required: str, match: KeyMatch, key_name: str | None = None) -> bool:
+    """Whether a caller holding `match` may call something requiring level `required`.
+
+    An Admin claim satisfies everything; otherwise the claim must equal the required level, so
+    a system key does not satisfy ``function`` level. ``system`` level may also require a
+    specific key name (extension webhooks: ``<extension>_extension``).
+    """
+    level = required.lower()
+    if level == "anonymous":
+        return True
+    if match.level is AuthLevel.ADMIN:
+        return True
+    if level == "function":
+        return match.level is AuthLevel.FUNCTION
+    if level == "system":
+        return match.level is AuthLevel.SYSTEM and (key_name is None or match.key_name == key_name)
+    return False
