@@ -1,0 +1,439 @@
+"""Embedded Azure Queue storage on one SQLite file per account (``<account_dir>/queues.db``).
+
+Rules follow the Queue service REST API (azure-semantics 1.7): name rules, 64 KiB message
+text, visibility and TTL ranges, pop receipts, dequeue counts, lazy expiry.
+
+Throughput notes:
+- Receiving is one ``UPDATE ... RETURNING`` over the ``(queue, visible_at)`` index inside
+  ``BEGIN IMMEDIATE``, so two processes on the same file can never receive the same visible
+  message, and a 1,000,000-message backlog costs the same per receive as a small one.
+- Message ids are GUID-shaped strings whose last group is the row id, so deletes and updates
+  find their row by primary key without a second index on a random key.
+- Writes issued while a transaction is running are grouped into the next transaction
+  ("group commit"). Every operation is still checked and answered on its own (its own
+  PopReceiptMismatch, MessageNotFound...), so callers see per-message semantics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from funchost.clock import Clock
+from funchost.errors import (
+    InvalidInput,
+    InvalidResourceName,
+    MessageNotFound,
+    PopReceiptMismatch,
+    QueueAlreadyExists,
+    QueueNotFound,
+    RequestBodyTooLarge,
+    StorageError,
+)
+from funchost.storage.queues import (
+    DEFAULT_TTL,
+    MAX_GET_MESSAGES,
+    MAX_MESSAGE_BYTES,
+    MAX_VISIBILITY,
+    QueueMessage,
+    QueueProperties,
+    UpdateReceipt,
+)
+from funchost.storage.sqlite.db import SqliteDatabase
+
+T = TypeVar("T")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS queues (
+    name TEXT PRIMARY KEY,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS messages (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue TEXT NOT NULL,
+    id TEXT NOT NULL,
+    content TEXT NOT NULL,
+    inserted_at REAL NOT NULL,
+    expires_at REAL,
+    visible_at REAL NOT NULL,
+    dequeue_count INTEGER NOT NULL DEFAULT 0,
+    pop_receipt TEXT
+);
+CREATE INDEX IF NOT EXISTS messages_visible ON messages(queue, visible_at);
+CREATE INDEX IF NOT EXISTS messages_expiry ON messages(expires_at) WHERE expires_at IS NOT NULL
+"""
+
+_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?!-))*[a-z0-9]$")
+_METADATA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+PURGE_INTERVAL = 60.0  # seconds of clock time between lazy purges of expired messages
+MAX_GROUP = 512  # operations per grouped transaction
+
+
+def validate_queue_name(name: str) -> str:
+    """Azure's rules: 3-63 chars, lowercase letters, digits and single dashes, alphanumeric ends."""
+    if not isinstance(name, str):
+        raise InvalidResourceName(f"invalid queue name {name!r}")
+    if not 3 <= len(name) <= 63:
+        # Azure answers a bad length with OutOfRangeInput, bad characters with InvalidResourceName.
+        raise InvalidResourceName("the specified resource name length is not within the permissible limits",
+                                  code="OutOfRangeInput")
+    if not _NAME.match(name):
+        raise InvalidResourceName(f"invalid queue name {name!r}: 3-63 lowercase letters, digits and "
+                                  "single dashes, starting and ending with a letter or digit")
+    return name
+
+
+def _out_of_range(what: str, value: object) -> InvalidInput:
+    return InvalidInput(f"{what} {value!r} is out of range", code="OutOfRangeQueryParameterValue", status=400)
+
+
+def _check_content(content: str) -> None:
+    if not isinstance(content, str):
+        raise InvalidInput("message content must be text")
+    if len(content) * 4 > MAX_MESSAGE_BYTES and len(content.encode("utf-8")) > MAX_MESSAGE_BYTES:
+        raise RequestBodyTooLarge(f"message text is larger than {MAX_MESSAGE_BYTES} bytes (UTF-8)")
+
+
+def _ts(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+def _message_id(seq: int) -> str:
+    r = os.urandom(10).hex()
+    return f"{r[:8]}-{r[8:12]}-4{r[12:15]}-{r[15:19]}-{seq:012x}"
+
+
+def _seq_of(message_id: str) -> int | None:
+    if not isinstance(message_id, str) or len(message_id) != 36:
+        return None
+    try:
+        return int(message_id[-12:], 16)
+    except ValueError:
+        return None
+
+
+def _row_message(row: sqlite3.Row, *, with_receipt: bool = True) -> QueueMessage:
+    return QueueMessage(
+        id=row["id"],
+        content=row["content"],
+        dequeue_count=row["dequeue_count"],
+        insertion_time=_ts(row["inserted_at"]),  # type: ignore[arg-type]
+        expiration_time=_ts(row["expires_at"]),
+        # Peek Messages returns neither a pop receipt nor a next-visible time.
+        next_visible_time=_ts(row["visible_at"]) if with_receipt else None,
+        pop_receipt=row["pop_receipt"] if with_receipt else None,
+    )
+
+
+class _WriteGroup:
+    """Runs write operations submitted close together in one transaction, answering each alone.
+
+    Each operation must validate before it writes: a StorageError it raises is that
+    operation's answer and must leave no partial change behind.
+    """
+
+    def __init__(self, db: SqliteDatabase) -> None:
+        self._db = db
+        self._pending: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def run(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._pending.append((op, future))
+        if self._task is None or self._task.done():
+            self._task = loop.create_task(self._drain(), name="sqlite-queue-writes")
+        return await future
+
+    async def _drain(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending[:MAX_GROUP], self._pending[MAX_GROUP:]
+
+            def apply(conn: sqlite3.Connection, batch: list[Any] = batch) -> list[tuple[bool, Any]]:
+                outcomes: list[tuple[bool, Any]] = []
+                for op, _ in batch:
+                    try:
+                        outcomes.append((True, op(conn)))
+                    except StorageError as exc:
+                        outcomes.append((False, exc))
+                return outcomes
+
+            try:
+                outcomes = await self._db.write(apply)
+            except Exception as exc:  # the whole transaction failed: every caller gets the error
+                error = exc if isinstance(exc, StorageError) else StorageError(str(exc))
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(error)
+                continue
+            for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
+                if future.done():
+                    continue
+                if ok:
+                    future.set_result(value)
+                else:
+                    future.set_exception(value)
+
+
+class SqliteQueueService:
+    """`QueueService` on embedded SQLite; safe for several processes sharing the file."""
+
+    def __init__(self, account_dir: Path, account: str, clock: Clock) -> None:
+        self.account_name = account
+        self._clock = clock
+        self._db = SqliteDatabase(Path(account_dir) / "queues.db", SCHEMA, name=f"queues-{account}")
+        self._writes = _WriteGroup(self._db)
+        self._last_purge = float("-inf")
+
+    def _now(self) -> float:
+        return self._clock.now().timestamp()
+
+    # -- queues ----------------------------------------------------------------------------------
+
+    async def create_queue(self, name: str, metadata: Mapping[str, str] | None = None) -> bool:
+        validate_queue_name(name)
+        wanted = _metadata_json(metadata)
+        now = self._now()
+
+        def op(conn: sqlite3.Connection) -> bool:
+            row = conn.execute("SELECT metadata FROM queues WHERE name=?", (name,)).fetchone()
+            if row is None:
+                conn.execute("INSERT INTO queues(name, metadata, created_at) VALUES (?,?,?)", (name, wanted, now))
+                return True
+            if json.loads(row["metadata"]) != json.loads(wanted):
+                raise QueueAlreadyExists(f"queue '{name}' exists with different metadata")
+            return False
+
+        return await self._writes.run(op)
+
+    async def delete_queue(self, name: str) -> None:
+        validate_queue_name(name)
+
+        def op(conn: sqlite3.Connection) -> None:
+            if conn.execute("DELETE FROM queues WHERE name=?", (name,)).rowcount == 0:
+                raise QueueNotFound(f"queue '{name}' does not exist")
+            conn.execute("DELETE FROM messages WHERE queue=?", (name,))
+
+        await self._writes.run(op)
+
+    async def queue_exists(self, name: str) -> bool:
+        validate_queue_name(name)
+        row = await self._db.read(lambda c: c.execute("SELECT 1 FROM queues WHERE name=?", (name,)).fetchone())
+        return row is not None
+
+    async def list_queues(self, prefix: str | None = None) -> list[str]:
+        def op(conn: sqlite3.Connection) -> list[str]:
+            if prefix:
+                rows = conn.execute("SELECT name FROM queues WHERE substr(name, 1, ?) = ? ORDER BY name",
+                                    (len(prefix), prefix)).fetchall()
+            else:
+                rows = conn.execute("SELECT name FROM queues ORDER BY name").fetchall()
+            return [r["name"] for r in rows]
+
+        return await self._db.read(op)
+
+    async def get_queue_properties(self, name: str) -> QueueProperties:
+        validate_queue_name(name)
+        now = self._now()
+
+        def op(conn: sqlite3.Connection) -> QueueProperties:
+            row = conn.execute("SELECT metadata FROM queues WHERE name=?", (name,)).fetchone()
+            if row is None:
+                raise QueueNotFound(f"queue '{name}' does not exist")
+            count = conn.execute(
+                "SELECT count(*) FROM messages WHERE queue=? AND (expires_at IS NULL OR expires_at > ?)",
+                (name, now)).fetchone()[0]
+            return QueueProperties(name, int(count), json.loads(row["metadata"]))
+
+        return await self._db.read(op)
+
+    async def set_queue_metadata(self, name: str, metadata: Mapping[str, str]) -> None:
+        validate_queue_name(name)
+        wanted = _metadata_json(metadata)
+
+        def op(conn: sqlite3.Connection) -> None:
+            if conn.execute("UPDATE queues SET metadata=? WHERE name=?", (wanted, name)).rowcount == 0:
+                raise QueueNotFound(f"queue '{name}' does not exist")
+
+        await self._writes.run(op)
+
+    # -- messages --------------------------------------------------------------------------------
+
+    async def put_message(
+        self,
+        name: str,
+        content: str,
+        *,
+        visibility_timeout: int = 0,
+        time_to_live: int | None = None,
+    ) -> QueueMessage:
+        validate_queue_name(name)
+        _check_content(content)
+        ttl = DEFAULT_TTL if time_to_live is None else time_to_live
+        if not 0 <= visibility_timeout <= MAX_VISIBILITY:
+            raise _out_of_range("visibilitytimeout", visibility_timeout)
+        if ttl != -1 and (ttl < 1 or ttl <= visibility_timeout):
+            raise _out_of_range("messagettl", ttl)
+        now = self._now()
+        expires = None if ttl == -1 else now + ttl
+        visible = now + visibility_timeout
+        receipt = os.urandom(8).hex()
+
+        def op(conn: sqlite3.Connection) -> QueueMessage:
+            if conn.execute("SELECT 1 FROM queues WHERE name=?", (name,)).fetchone() is None:
+                raise QueueNotFound(f"queue '{name}' does not exist")
+            row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name='messages'").fetchone()
+            seq = (row[0] if row else 0) + 1
+            message_id = _message_id(seq)
+            conn.execute(
+                "INSERT INTO messages(seq, queue, id, content, inserted_at, expires_at, visible_at,"
+                " dequeue_count, pop_receipt) VALUES (?,?,?,?,?,?,?,0,?)",
+                (seq, name, message_id, content, now, expires, visible, receipt))
+            return QueueMessage(message_id, content, 0, _ts(now), _ts(expires), _ts(visible),  # type: ignore[arg-type]
+                                receipt)
+
+        return await self._writes.run(op)
+
+    async def get_messages(
+        self, name: str, *, max_messages: int = 1, visibility_timeout: int = 30
+    ) -> list[QueueMessage]:
+        validate_queue_name(name)
+        if not 1 <= max_messages <= MAX_GET_MESSAGES:
+            raise _out_of_range("numofmessages", max_messages)
+        if not 1 <= visibility_timeout <= MAX_VISIBILITY:
+            raise _out_of_range("visibilitytimeout", visibility_timeout)
+        now = self._now()
+        purge = now - self._last_purge >= PURGE_INTERVAL
+        if purge:
+            self._last_purge = now
+        nonce = os.urandom(6).hex()
+
+        def op(conn: sqlite3.Connection) -> list[QueueMessage]:
+            if conn.execute("SELECT 1 FROM queues WHERE name=?", (name,)).fetchone() is None:
+                raise QueueNotFound(f"queue '{name}' does not exist")
+            if purge:
+                conn.execute("DELETE FROM messages WHERE expires_at <= ?", (now,))
+            rows = conn.execute(
+                "UPDATE messages SET visible_at = ?, dequeue_count = dequeue_count + 1,"
+                " pop_receipt = ? || printf('%x', dequeue_count + 1)"
+                " WHERE seq IN (SELECT seq FROM messages WHERE queue = ? AND visible_at <= ?"
+                "   AND (expires_at IS NULL OR expires_at > ?) ORDER BY visible_at, seq LIMIT ?)"
+                " RETURNING seq, id, content, inserted_at, expires_at, visible_at, dequeue_count, pop_receipt",
+                (now + visibility_timeout, nonce, name, now, now, max_messages)).fetchall()
+            rows.sort(key=lambda r: r["seq"])
+            return [_row_message(r) for r in rows]
+
+        return await self._writes.run(op)
+
+    async def peek_messages(self, name: str, *, max_messages: int = 1) -> list[QueueMessage]:
+        validate_queue_name(name)
+        if not 1 <= max_messages <= MAX_GET_MESSAGES:
+            raise _out_of_range("numofmessages", max_messages)
+        now = self._now()
+
+        def op(conn: sqlite3.Connection) -> list[QueueMessage]:
+            if conn.execute("SELECT 1 FROM queues WHERE name=?", (name,)).fetchone() is None:
+                raise QueueNotFound(f"queue '{name}' does not exist")
+            rows = conn.execute(
+                "SELECT * FROM messages WHERE queue = ? AND visible_at <= ?"
+                " AND (expires_at IS NULL OR expires_at > ?) ORDER BY visible_at, seq LIMIT ?",
+                (name, now, now, max_messages)).fetchall()
+            return [_row_message(r, with_receipt=False) for r in rows]
+
+        return await self._db.read(op)
+
+    async def update_message(
+        self,
+        name: str,
+        message_id: str,
+        pop_receipt: str,
+        *,
+        visibility_timeout: int,
+        content: str | None = None,
+    ) -> UpdateReceipt:
+        validate_queue_name(name)
+        if content is not None:
+            _check_content(content)
+        if not 0 <= visibility_timeout <= MAX_VISIBILITY:
+            raise _out_of_range("visibilitytimeout", visibility_timeout)
+        now = self._now()
+        visible = now + visibility_timeout
+        receipt = os.urandom(8).hex()
+        seq = _seq_of(message_id)
+
+        def op(conn: sqlite3.Connection) -> UpdateReceipt:
+            row = self._find(conn, name, message_id, seq, pop_receipt, now)
+            if row["expires_at"] is not None and visible > row["expires_at"]:
+                raise _out_of_range("visibilitytimeout", visibility_timeout)
+            if content is None:
+                conn.execute("UPDATE messages SET visible_at=?, pop_receipt=? WHERE seq=?", (visible, receipt, seq))
+            else:
+                conn.execute("UPDATE messages SET visible_at=?, pop_receipt=?, content=? WHERE seq=?",
+                             (visible, receipt, content, seq))
+            return UpdateReceipt(receipt, _ts(visible))  # type: ignore[arg-type]
+
+        return await self._writes.run(op)
+
+    async def delete_message(self, name: str, message_id: str, pop_receipt: str) -> None:
+        validate_queue_name(name)
+        now = self._now()
+        seq = _seq_of(message_id)
+
+        def op(conn: sqlite3.Connection) -> None:
+            self._find(conn, name, message_id, seq, pop_receipt, now)
+            conn.execute("DELETE FROM messages WHERE seq=?", (seq,))
+
+        await self._writes.run(op)
+
+    async def clear_messages(self, name: str) -> None:
+        validate_queue_name(name)
+
+        def op(conn: sqlite3.Connection) -> None:
+            if conn.execute("SELECT 1 FROM queues WHERE name=?", (name,)).fetchone() is None:
+                raise QueueNotFound(f"queue '{name}' does not exist")
+            conn.execute("DELETE FROM messages WHERE queue=?", (name,))
+
+        await self._writes.run(op)
+
+    async def aclose(self) -> None:
+        await self._db.aclose()
+
+    # -- helpers for tools (CLI list/redrive); not part of the Protocol ---------------------------
+
+    async def oldest_insertion_time(self, name: str) -> datetime | None:
+        row = await self._db.read(lambda c: c.execute(
+            "SELECT min(inserted_at) FROM messages WHERE queue=?", (name,)).fetchone())
+        return _ts(row[0]) if row and row[0] is not None else None
+
+    @staticmethod
+    def _find(conn: sqlite3.Connection, name: str, message_id: str, seq: int | None,
+              pop_receipt: str, now: float) -> sqlite3.Row:
+        row = None
+        if seq is not None:
+            row = conn.execute("SELECT id, queue, pop_receipt, expires_at FROM messages WHERE seq=?",
+                               (seq,)).fetchone()
+        if row is None or row["id"] != message_id or row["queue"] != name:
+            if conn.execute("SELECT 1 FROM queues WHERE name=?", (name,)).fetchone() is None:
+                raise QueueNotFound(f"queue '{name}' does not exist")
+            raise MessageNotFound("the specified message does not exist")
+        if row["expires_at"] is not None and row["expires_at"] <= now:
+            raise MessageNotFound("the specified message does not exist")
+        if row["pop_receipt"] != pop_receipt:
+            raise PopReceiptMismatch("the specified pop receipt did not match the pop receipt for a dequeued message")
+        return row
+
+
+def _metadata_json(metadata: Mapping[str, str] | None) -> str:
+    items = dict(metadata or {})
+    for key in items:
+        if not isinstance(key, str) or not _METADATA_NAME.match(key):
+            raise InvalidInput(f"invalid metadata name {key!r}", code="InvalidMetadata", status=400)
+    return json.dumps({k: str(v) for k, v in sorted(items.items())})

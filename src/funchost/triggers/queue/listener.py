@@ -1,0 +1,147 @@
+"""When to fetch queue messages (azure-semantics 1.2, 1.3, 1.10).
+
+One listener per queue-triggered function, on the shared `PollLoop` with WebJobs' randomized
+exponential back-off. A non-empty batch is processed concurrently and the next fetch waits only
+until no more than `newBatchThreshold` messages are still in flight. The monitored queue is never
+created by the listener.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from funchost.errors import QueueNotFound, StorageError
+from funchost.indexing.spec import FunctionSpec
+from funchost.listeners.delays import RandomizedExponentialBackoff
+from funchost.listeners.poll_loop import PollLoop
+from funchost.runtime.contracts import Runtime
+from funchost.runtime.signals import queue_topic
+from funchost.storage.queues import QueueService
+from funchost.triggers.queue.options import MIN_POLLING_INTERVAL, QueuesOptions
+from funchost.triggers.queue.processor import QueueProcessor
+
+log = logging.getLogger("funchost.queues")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Queue missing, being deleted (409) or a 5xx: back off and try again (WebJobs keeps polling)."""
+    if not isinstance(exc, StorageError):
+        return False
+    return isinstance(exc, QueueNotFound) or exc.status == 409 or exc.status >= 500
+
+
+class QueueListener:
+    def __init__(
+        self,
+        function: FunctionSpec,
+        runtime: Runtime,
+        service: QueueService,
+        queue: str,
+        processor: QueueProcessor,
+        options: QueuesOptions,
+        receive_visibility: float,
+    ) -> None:
+        self.function = function
+        self.runtime = runtime
+        self.service = service
+        self.queue = queue
+        self.processor = processor
+        self.options = options
+        self.receive_visibility = int(receive_visibility)
+        maximum = options.polling_maximum(runtime.is_development)
+        self.strategy = RandomizedExponentialBackoff(MIN_POLLING_INTERVAL, maximum)
+        self.loop = PollLoop(f"queue:{function.name}", self._poll, self.strategy, runtime.clock,
+                             on_error=self._on_error)
+        self._queue_exists: bool | None = None
+        self._processing: set[asyncio.Task[None]] = set()
+        self._threshold_wake = asyncio.Event()
+        self._in_threshold_wait = False
+        self._unsubscribe: Callable[[], None] | None = None
+        self.fetches = 0
+
+    # -- Listener --------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._unsubscribe = self.runtime.signals.subscribe(
+            queue_topic(self.service.account_name, self.queue), self.notify)
+        self.loop.start()
+
+    async def stop(self) -> None:
+        """Fetch nothing new; let every in-flight message finish and be completed."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self._threshold_wake.set()
+        await self.loop.stop()
+        while self._processing:
+            await asyncio.gather(*list(self._processing), return_exceptions=True)
+        await self.processor.stop()
+
+    def notify(self) -> None:
+        """A local write to the queue: end the current wait (back-off or batch threshold)."""
+        if self._in_threshold_wait:
+            self._threshold_wake.set()
+        else:
+            self.loop.notify()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._processing)
+
+    # -- one iteration ---------------------------------------------------------------------------
+
+    async def _poll(self) -> bool:
+        if not self._queue_exists:
+            self._queue_exists = await self.service.queue_exists(self.queue)
+            if not self._queue_exists:
+                return False
+        try:
+            messages = await self.service.get_messages(
+                self.queue, max_messages=self.options.batch_size, visibility_timeout=self.receive_visibility)
+        except StorageError:
+            self._queue_exists = None
+            raise
+        self.fetches += 1
+        if not messages:
+            return False
+        for message in messages:
+            task = asyncio.get_running_loop().create_task(
+                self._process(message), name=f"queue-message:{self.queue}/{message.id}")
+            self._processing.add(task)
+            task.add_done_callback(self._processing.discard)
+        await self._wait_for_threshold()
+        return True
+
+    async def _process(self, message: object) -> None:
+        try:
+            await self.processor.process(message)  # type: ignore[arg-type]
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # WebJobs hands this to the host's unhandled-exception handler; funchost logs it and
+            # leaves the message to reappear when its visibility lapses.
+            log.exception("processing a message from '%s' failed unexpectedly", self.queue)
+
+    async def _wait_for_threshold(self) -> None:
+        self._in_threshold_wait = True
+        self._threshold_wake.clear()
+        try:
+            while len(self._processing) > self.options.new_batch_threshold and not self._threshold_wake.is_set():
+                waker = asyncio.ensure_future(self._threshold_wake.wait())
+                try:
+                    await asyncio.wait({waker, *self._processing}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    waker.cancel()
+        finally:
+            self._in_threshold_wait = False
+            self._threshold_wake.clear()
+
+    def _on_error(self, exc: BaseException) -> bool:
+        self._queue_exists = None
+        if is_transient(exc):
+            log.debug("queue '%s' poll failed (%s); backing off", self.queue, exc)
+            return True
+        log.error("queue listener for '%s' stopped by an unexpected storage error: %s", self.queue, exc)
+        return False

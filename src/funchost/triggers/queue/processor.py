@@ -1,0 +1,155 @@
+"""Per-message rules of the queue trigger (azure-semantics 1.4-1.6): poison checks, visibility
+renewal, delete on success, release or poison on failure.
+
+Nothing here decides *when* to fetch; that is the listener's job. Storage errors that mean "the
+lease is gone" (PopReceiptMismatch, 404, 409) are expected and swallowed, as WebJobs does.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from funchost.errors import PopReceiptMismatch, QueueNotFound, ResourceConflict, ResourceNotFound
+from funchost.indexing.spec import FunctionSpec
+from funchost.runtime.contracts import Runtime
+from funchost.runtime.signals import queue_topic
+from funchost.storage.queues import QueueMessage, QueueService
+from funchost.triggers.queue.keeper import VisibilityKeeper
+from funchost.triggers.queue.messages import UndecodableMessage, build_request, decode_text, encode_body
+from funchost.triggers.queue.options import QueuesOptions, renewal_timing
+
+log = logging.getLogger("funchost.queues")
+
+# Errors that mean the message (or our hold on it) is gone: give up quietly.
+LOST = (PopReceiptMismatch, ResourceNotFound, ResourceConflict)
+
+
+@dataclass
+class _Held:
+    """The message as we currently hold it: renewals replace the pop receipt."""
+
+    message: QueueMessage
+    pop_receipt: str
+    next_visible: datetime | None
+
+
+class QueueProcessor:
+    def __init__(
+        self,
+        function: FunctionSpec,
+        runtime: Runtime,
+        service: QueueService,
+        queue: str,
+        poison_queue: str | None,
+        options: QueuesOptions,
+        receive_visibility: float,
+    ) -> None:
+        self.function = function
+        self.runtime = runtime
+        self.service = service
+        self.queue = queue
+        self.poison_queue = poison_queue
+        self.options = options
+        self.receive_visibility = receive_visibility
+        interval, minimum = renewal_timing(receive_visibility)
+        self.keeper: VisibilityKeeper[_Held] = VisibilityKeeper(
+            f"queue '{queue}'", runtime.clock, self._renew, interval=interval, minimum=minimum)
+
+    async def process(self, message: QueueMessage) -> None:
+        """Run one received message to completion; never raises storage errors of a lost lease."""
+        held = _Held(message, message.pop_receipt or "", message.next_visible_time)
+        try:
+            body = decode_text(message.content, self.options.message_encoding)
+        except UndecodableMessage:
+            log.warning("Message decoding has failed! Check MessageEncoding settings. MessageId=%s.", message.id)
+            if self.poison_queue is not None:
+                await self._copy_to_poison(message.content)
+                await self._delete(held)
+            return
+        if message.dequeue_count > self.options.max_dequeue_count:
+            await self._poison(held, body)
+            return
+        hold = self.keeper.hold(held)
+        try:
+            request = build_request(self.function, message, body, self.queue, self.runtime.clock.now())
+            result = await self.runtime.invoker.invoke(request)
+        finally:
+            self.keeper.release(hold)
+        if result.succeeded:
+            await self._delete(held)
+        elif self.poison_queue is None:
+            # No poison queue: leave it invisible until its visibility lapses (no fast loop).
+            return
+        elif message.dequeue_count >= self.options.max_dequeue_count:
+            await self._poison(held, body)
+        else:
+            await self._release(held)
+
+    async def stop(self) -> None:
+        await self.keeper.stop()
+
+    # -- storage steps ---------------------------------------------------------------------------
+
+    async def _renew(self, held: _Held) -> bool:
+        try:
+            receipt = await self.service.update_message(
+                self.queue, held.message.id, held.pop_receipt, visibility_timeout=int(self.receive_visibility))
+        except LOST:
+            return False
+        held.pop_receipt = receipt.pop_receipt
+        held.next_visible = receipt.next_visible_time
+        return True
+
+    async def _delete(self, held: _Held) -> None:
+        faults = self.runtime.faults
+        await faults.hit("queue.delete.before", queue=self.queue, id=held.message.id)
+        try:
+            await self.service.delete_message(self.queue, held.message.id, held.pop_receipt)
+        except LOST as exc:
+            log.debug("delete of message %s on '%s' skipped: %s", held.message.id, self.queue, exc.code)
+            return
+        await faults.hit("queue.delete.after", queue=self.queue, id=held.message.id)
+
+    async def _release(self, held: _Held) -> None:
+        faults = self.runtime.faults
+        await faults.hit("queue.update.before", queue=self.queue, id=held.message.id)
+        try:
+            receipt = await self.service.update_message(
+                self.queue, held.message.id, held.pop_receipt,
+                visibility_timeout=int(self.options.visibility_timeout))
+        except LOST as exc:
+            log.debug("release of message %s on '%s' skipped: %s", held.message.id, self.queue, exc.code)
+            return
+        held.pop_receipt = receipt.pop_receipt
+        await faults.hit("queue.update.after", queue=self.queue, id=held.message.id)
+
+    async def _poison(self, held: _Held, body: bytes) -> None:
+        if self.poison_queue is None:
+            return  # nowhere to move it: it stays invisible until its visibility lapses
+        log.warning("Message has reached MaxDequeueCount of %d. Moving message to queue '%s'.",
+                    self.options.max_dequeue_count, self.poison_queue)
+        await self._copy_to_poison(encode_body(body, self.options.message_encoding))
+        await self._delete(held)
+
+    async def _copy_to_poison(self, text: str) -> None:
+        if self.poison_queue is not None:
+            await put_creating_queue(self.runtime, self.service, self.poison_queue, text)
+
+
+async def put_creating_queue(runtime: Runtime, service: QueueService, queue: str, text: str) -> QueueMessage:
+    """Put a message, creating the queue on 404 (AddMessageAndCreateIfNotExists), then wake local
+    listeners of that queue."""
+    await runtime.faults.hit("queue.put.before", queue=queue)
+    try:
+        message = await service.put_message(queue, text)
+    except QueueNotFound:
+        try:
+            await service.create_queue(queue)
+        except ResourceConflict:
+            pass  # created concurrently by someone else
+        message = await service.put_message(queue, text)
+    await runtime.faults.hit("queue.put.after", queue=queue, id=message.id)
+    runtime.signals.publish(queue_topic(service.account_name, queue))
+    return message
