@@ -1,0 +1,28 @@
+"""Event Grid example: blob events and a custom topic, handled quickly and handed to a queue.
+
+As the design notes recommend, the Event Grid function only checks the event and enqueues a
+job; slow work belongs to a queue-triggered function (where retries and poison handling live).
+"""
+
+import json
+import logging
+
+import azure.functions as func
+
+app = func.FunctionApp()
+
+
+@app.event_grid_trigger(arg_name="event")
+@app.queue_output(arg_name="jobs", queue_name="blob-jobs", connection="AzureWebJobsStorage")
+def on_blob_event(event: func.EventGridEvent, jobs: func.Out[str]) -> None:
+    data = event.get_json() or {}
+    logging.info("event %s %s subject=%s", event.id, event.event_type, event.subject)
+    if event.event_type != "Microsoft.Storage.BlobCreated":
+        return
+    jobs.set(json.dumps({"eventId": event.id, "url": data.get("url"), "eTag": data.get("eTag")}))
+
+
+@app.queue_trigger(arg_name="msg", queue_name="blob-jobs", connection="AzureWebJobsStorage")
+def process_blob_job(msg: func.QueueMessage) -> None:
+    job = msg.get_json()
+    logging.info("processing blob job for %s (eTag %s)", job["url"], job["eTag"])

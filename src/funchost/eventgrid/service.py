@@ -1,0 +1,170 @@
+"""The Event Grid service of a running host: `start(runtime)` at host start, `stop()` at shutdown.
+
+It loads eventgrid.json (or the defaults), opens the durable store under ``<data>/eventgrid/``,
+creates topic keys, mounts the HTTP endpoints, watches the embedded blob store for the storage
+system topics and runs the delivery engine.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Sequence
+from typing import Any
+
+from funchost.clock import Clock, SystemClock
+from funchost.eventgrid import SCHEMA_EVENTGRID
+from funchost.eventgrid.auth import KeyRing, TopicKeys
+from funchost.eventgrid.blobevents import BlobEventWatcher
+from funchost.eventgrid.config import EventGridConfig, TopicConfig, load_config
+from funchost.eventgrid.deadletter import DeadLetterWriter
+from funchost.eventgrid.delivery import DeliveryEngine
+from funchost.eventgrid.destinations import FunctionSender, QueueSender, WebhookSender
+from funchost.eventgrid.publish import mount, topic_path
+from funchost.eventgrid.routing import route
+from funchost.eventgrid.schema import (
+    PublishError,
+    parse_events,
+    validate_cloud_event,
+    validate_eventgrid_event,
+)
+from funchost.eventgrid.store import EventStore
+from funchost.runtime.contracts import Runtime
+
+log = logging.getLogger("funchost.eventgrid")
+
+SERVICE_KEY = "eventgrid"
+CROSS_PROCESS_POLL = 1.0  # seconds: how soon writes by other processes are noticed (real clock)
+
+
+def eventgrid_functions(runtime: Runtime) -> list[str]:
+    return [f.name for f in runtime.functions.values() if f.trigger_type == "eventGridTrigger"]
+
+
+class EventGridService:
+    def __init__(self, runtime: Runtime, config: EventGridConfig, store: EventStore,
+                 keys: dict[str, TopicKeys]) -> None:
+        self.runtime = runtime
+        self.config = config
+        self.store = store
+        self.keys = keys
+        self.clock: Clock = runtime.clock
+        real_time = isinstance(runtime.clock, SystemClock)
+        self._webhooks = WebhookSender(store, runtime.clock)
+        self.engine = DeliveryEngine(
+            store, config,
+            {"function": FunctionSender(runtime.invoker, runtime.functions.get, runtime.clock),
+             "webhook": self._webhooks,
+             "storageQueue": QueueSender(runtime.storage.queues)},
+            runtime.clock,
+            dead_letters=DeadLetterWriter(runtime.storage.blobs),
+            owner=f"{socket.gethostname()}-{id(self):x}",
+            idle_poll=CROSS_PROCESS_POLL if real_time else None,
+        )
+        self.watchers: list[BlobEventWatcher] = []
+        self._mounts: list[tuple[str, Any]] = []
+        self._poll_interval = CROSS_PROCESS_POLL if real_time else 3600.0
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def _start(self) -> None:
+        self._mounts = mount(self, self.runtime.services.setdefault("http.mounts", []))
+        for topic in self.config.topics.values():
+            if topic.kind == "storage":
+                await self._watch(topic)
+        await self.engine.start()
+        for line in self.describe():
+            log.info(line)
+
+    async def _watch(self, topic: TopicConfig) -> None:
+        storage = self.runtime.storage
+        if getattr(storage, "kind", "") != "embedded":
+            log.warning("eventgrid: system topic '%s' needs the embedded blob store; blob events are not "
+                        "emulated with --storage %s", topic.name, getattr(storage, "kind", "?"))
+            return
+        blobs = storage.blobs(topic.connection)
+        account = storage.connection(topic.connection, "blob").account_name
+        if not hasattr(blobs, "changes_since"):
+            log.warning("eventgrid: the blob store of account %s has no change journal", account)
+            return
+        watcher = BlobEventWatcher(topic, blobs, account, self.store, self.config, self.clock,
+                                   self.engine.notify, self._poll_interval)
+        await watcher.start()
+        self.watchers.append(watcher)
+
+    async def stop(self) -> None:
+        mounts = self.runtime.services.get("http.mounts", [])
+        for entry in self._mounts:
+            if entry in mounts:
+                mounts.remove(entry)
+        for watcher in self.watchers:
+            await watcher.stop()
+        await self.engine.stop()
+        await self._webhooks.aclose()
+        await self.store.aclose()
+        if self.runtime.services.get(SERVICE_KEY) is self:
+            del self.runtime.services[SERVICE_KEY]
+
+    # -- publishing ------------------------------------------------------------------------------
+
+    def topic_endpoint(self, topic: str) -> str:
+        base = str(self.runtime.services.get("http.base_url", "http://localhost:7071")).rstrip("/")
+        return base + topic_path(topic)
+
+    def topic_id(self, topic: TopicConfig) -> str:
+        return topic.resource_id(self.runtime.storage.connection(topic.connection, "blob").account_name
+                                 if topic.kind == "storage" else None)
+
+    async def publish_body(self, topic_name: str, body: bytes, content_type: str | None) -> int:
+        """Validate a publish request's body and store its events (PublishError on bad input)."""
+        topic = self._custom_topic(topic_name)
+        events = parse_events(body, content_type, topic.input_schema, self.topic_id(topic))
+        return await self._store(topic, events)
+
+    async def publish(self, topic_name: str, events: Sequence[dict[str, Any]]) -> int:
+        """In-process publishing (output binding, tests): same validation as the endpoint."""
+        topic = self._custom_topic(topic_name)
+        if topic.input_schema == SCHEMA_EVENTGRID:
+            checked = [validate_eventgrid_event(e, i, self.topic_id(topic)) for i, e in enumerate(events)]
+        else:
+            checked = [validate_cloud_event(e, i) for i, e in enumerate(events)]
+        return await self._store(topic, checked)
+
+    def _custom_topic(self, name: str) -> TopicConfig:
+        topic = self.config.topic(name)
+        if topic is None or topic.kind != "custom":
+            raise PublishError(404, f"There is no custom topic named '{name}'.", code="NotFound",
+                               detail_code="NotFound")
+        return topic
+
+    async def _store(self, topic: TopicConfig, events: list[dict[str, Any]]) -> int:
+        routed = route(self.config, topic.name, events, topic.input_schema)
+        await self.store.append(topic.name, topic.input_schema, routed, self.clock.now().timestamp())
+        self.engine.notify()
+        matched = sum(len(r.targets) for r in routed)
+        log.info("eventgrid.published topic=%s events=%d deliveries=%d", topic.name, len(events), matched)
+        return len(events)
+
+    def describe(self) -> list[str]:
+        lines = []
+        for topic in self.config.topics.values():
+            where = self.topic_endpoint(topic.name) if topic.kind == "custom" else "blob store events"
+            lines.append(f"Event Grid topic '{topic.name}' ({topic.input_schema}): {where}")
+        for sub in self.config.subscriptions:
+            lines.append(f"Event Grid subscription '{sub.name}': {sub.topic} -> {sub.destination.describe()}")
+        return lines
+
+
+async def start(runtime: Runtime) -> EventGridService:
+    config = load_config(runtime.app_dir, eventgrid_functions(runtime))
+    directory = runtime.data_dir / "eventgrid"
+    keys = KeyRing(directory).ensure([t.name for t in config.topics.values() if t.kind == "custom"])
+    store = EventStore(directory)
+    service = EventGridService(runtime, config, store, keys)
+    runtime.services[SERVICE_KEY] = service
+    try:
+        await service._start()
+    except BaseException:
+        await service.stop()
+        raise
+    return service
