@@ -74,7 +74,9 @@ class TextFormatter(logging.Formatter):
             message += "\n" + self.formatException(record.exc_info)
         user = str(getattr(record, "category", "")).endswith(".User")
         if user and getattr(record, "invocation_id", None):
-            message = f"[Functions.{getattr(record, 'function', '')} Id={getattr(record, "invocation_id", "")}] {message}"
+            function = getattr(record, "function", "")
+            invocation_id = getattr(record, "invocation_id", "")
+            message = f"[Functions.{function} Id={invocation_id}] {message}"
         return f"[{_timestamp(record)}] {message}"
 
 
