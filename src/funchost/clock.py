@@ -13,7 +13,9 @@ import heapq
 import itertools
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta, timezone
+from types import TracebackType
 from typing import Protocol
 
 
@@ -29,6 +31,9 @@ class Clock(Protocol):
 
     async def wait(self, event: asyncio.Event, timeout: float) -> bool:
         """Wait until `event` is set or `timeout` elapses; True if the event was set."""
+
+    def timeout(self, seconds: float) -> AbstractAsyncContextManager[None]:
+        """Like `asyncio.timeout`: cancel the enclosed block after `seconds`, raising TimeoutError."""
 
 
 class SystemClock:
@@ -51,6 +56,9 @@ class SystemClock:
         except TimeoutError:
             return event.is_set()
         return True
+
+    def timeout(self, seconds: float) -> AbstractAsyncContextManager[None]:
+        return asyncio.timeout(seconds)
 
 
 Settle = Callable[[], Awaitable[None]]
@@ -105,6 +113,15 @@ class ManualClock:
                 task.cancel()
         return event.is_set()
 
+    def timeout(self, seconds: float) -> AbstractAsyncContextManager[None]:
+        return _ManualTimeout(self, seconds)
+
+    def _call_at(self, deadline: float, callback: Callable[[], None]) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(lambda f: None if f.cancelled() else callback())
+        heapq.heappush(self._sleepers, (deadline, next(self._seq), future))
+        return future
+
     def pending_deadlines(self) -> list[float]:
         """Seconds from now until each live sleeper fires (for tests and `idle` checks)."""
         return sorted(d - self._elapsed for d, _, f in self._sleepers if not f.done())
@@ -128,3 +145,36 @@ class ManualClock:
 
     async def advance_to(self, when: datetime, settle: Settle | None = None) -> None:
         await self.advance(max(0.0, (when - self.now()).total_seconds()), settle)
+
+
+class _ManualTimeout:
+    """`asyncio.timeout` semantics on a ManualClock: the deadline fires during `advance()`."""
+
+    def __init__(self, clock: ManualClock, seconds: float) -> None:
+        self._clock = clock
+        self._seconds = seconds
+        self._expired = False
+        self._timer: asyncio.Future[None] | None = None
+        self._task: asyncio.Task[object] | None = None
+
+    def expired(self) -> bool:
+        return self._expired
+
+    async def __aenter__(self) -> None:
+        self._task = asyncio.current_task()
+        self._timer = self._clock._call_at(self._clock.monotonic() + self._seconds, self._expire)
+
+    def _expire(self) -> None:
+        self._expired = True
+        if self._task is not None:
+            self._task.cancel()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        if self._timer is not None and not self._timer.done():
+            self._timer.cancel()
+        if self._expired and exc_type is asyncio.CancelledError and self._task is not None:
+            if self._task.uncancel() == 0:
+                raise TimeoutError from exc
+        return False

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import logging
 import random
 import time
@@ -176,31 +175,34 @@ class Executor:
     async def _call(self, function: FunctionSpec, kwargs: dict[str, Any], request: InvocationRequest) -> Any:
         runtime = self.runtime
         assert runtime is not None
-        info = InvocationInfo(request.invocation_id, function.name)
-        token = current_invocation.set(info)
+        timeout = runtime.options.function_timeout
+        # Set for this task only: user log records in async functions (and, through the copied
+        # context, in the pool thread of sync ones) carry the invocation id.
+        token = current_invocation.set(InvocationInfo(request.invocation_id, function.name))
         try:
             if function.is_async:
-                call: asyncio.Future[Any] = asyncio.ensure_future(function.func(**kwargs))
+                # Awaited in this task, as the worker does: no extra task per invocation.
+                call: Any = function.func(**kwargs)
             else:
-                context = contextvars.copy_context()
-                bound = functools.partial(_run_sync, function, kwargs, request.invocation_id)
-                call = asyncio.get_running_loop().run_in_executor(self._pool, context.run, bound)
+                call = asyncio.get_running_loop().run_in_executor(
+                    self._pool, contextvars.copy_context().run, _run_sync, function, kwargs,
+                    request.invocation_id)
+            if timeout is None:
+                return await call
+            deadline = runtime.clock.timeout(timeout)
+            try:
+                async with deadline:
+                    return await call
+            except TimeoutError:
+                if not deadline.expired():  # type: ignore[attr-defined]
+                    raise  # the function's own TimeoutError
+                # An async function is cancelled; a sync function's thread cannot be interrupted.
+                raise FunctionTimeoutError(
+                    f"Timeout value of {_format_delay(timeout)} was exceeded by function: "
+                    f"Functions.{function.name}"
+                ) from None
         finally:
             current_invocation.reset(token)
-        timeout = runtime.options.function_timeout
-        if timeout is None:
-            return await call
-        timer = asyncio.ensure_future(runtime.clock.sleep(timeout))
-        try:
-            done, _ = await asyncio.wait({call, timer}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            timer.cancel()
-        if call in done:
-            return call.result()
-        call.cancel()  # async functions stop; a sync function's thread cannot be interrupted
-        raise FunctionTimeoutError(
-            f"Timeout value of {_format_delay(timeout)} was exceeded by function: Functions.{function.name}"
-        )
 
     def _collect_outputs(self, function: FunctionSpec, value: Any, outs: dict[str, Any]) -> dict[str, Datum]:
         outputs: dict[str, Datum] = {}

@@ -194,3 +194,54 @@ async def test_infinite_retries_stop_at_success(tmp_path: Path) -> None:
     assert result.succeeded and result.attempts == 6
     assert [c[0] for c in calls] == [0, 1, 2, 3, 4, 5]
     assert all(c[1] == -1 for c in calls)
+
+
+OWN_TIMEOUT_APP = f"""
+import azure.functions as func
+app = func.FunctionApp()
+
+@app.timer_trigger(arg_name="t", schedule="{NEVER}")
+async def own_timeout(t: func.TimerRequest) -> None:
+    raise TimeoutError("the function's own timeout")
+"""
+
+
+async def test_a_functions_own_timeout_error_is_not_a_function_timeout(tmp_path: Path) -> None:
+    host = await start(tmp_path, OWN_TIMEOUT_APP, functionTimeout="00:00:05")
+    try:
+        result = await host.runtime.invoker.invoke(timer_request(host, "own_timeout"))
+        assert type(result.error) is TimeoutError
+        assert "own timeout" in str(result.error)
+    finally:
+        await host.stop()
+
+
+CONTEXT_LOG_APP = f"""
+import logging
+import azure.functions as func
+from funchost.invocation.context import current_invocation
+app = func.FunctionApp()
+seen = []
+
+@app.timer_trigger(arg_name="t", schedule="{NEVER}")
+async def async_logs(t: func.TimerRequest) -> None:
+    seen.append(current_invocation.get().invocation_id)
+
+@app.timer_trigger(arg_name="t", schedule="{NEVER}")
+def sync_logs(t: func.TimerRequest) -> None:
+    seen.append(current_invocation.get().invocation_id)
+"""
+
+
+@pytest.mark.parametrize("timeout", ["00:00:05", "-1"])
+async def test_invocation_id_is_visible_inside_sync_and_async_functions(tmp_path: Path, timeout: str) -> None:
+    host = await start(tmp_path, CONTEXT_LOG_APP, functionTimeout=timeout)
+    try:
+        import function_app
+
+        for name in ("async_logs", "sync_logs"):
+            request = timer_request(host, name)
+            assert (await host.runtime.invoker.invoke(request)).succeeded
+            assert function_app.seen[-1] == request.invocation_id
+    finally:
+        await host.stop()
