@@ -1,0 +1,105 @@
+"""`funchost start` as a user meets it: broken apps, invocation log lines, NDJSON output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from funchost.testing import write_app
+from tests.acceptance.support import CLI, start_funchost, stop_funchost
+
+LOGGING_APP = """
+import logging
+import azure.functions as func
+app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+@app.route(route="hello")
+def hello(req: func.HttpRequest) -> func.HttpResponse:
+    logging.info("user says hello")
+    return func.HttpResponse("hi")
+
+@app.route(route="fail")
+async def fail(req: func.HttpRequest) -> func.HttpResponse:
+    raise ValueError("broken on purpose")
+"""
+
+
+def run_start(app_dir: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", CLI, "start", str(app_dir), "--port", "0", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize(("code", "expected", "line"), [
+    ("import azure.functions as func\napp = func.FunctionApp()\ndef x(:\n    pass\n", "SyntaxError", 3),
+    ("import azure.functions as func\nimport missing_module_xyz\napp = func.FunctionApp()\n",
+     "ModuleNotFoundError: No module named 'missing_module_xyz'", 2),
+    ("import azure.functions as func\na = func.FunctionApp()\nb = func.FunctionApp()\n",
+     "More than one top level function app instances", None),
+    ("import azure.functions as func\napp = func.FunctionApp()\n\n"
+     "@app.service_bus_queue_trigger(arg_name='m', queue_name='q', connection='SB')\n"
+     "def bus(m: func.ServiceBusMessage) -> None:\n    pass\n",
+     "function 'bus': trigger type 'serviceBusTrigger' is not supported", 4),
+    ("import azure.functions as func\napp = func.FunctionApp()\n", "no functions are defined", None),
+])
+def test_broken_app_names_the_problem_and_exits_1(tmp_path: Path, code: str, expected: str,
+                                                  line: int | None) -> None:
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "function_app.py").write_text(code)
+    result = run_start(app)
+    assert result.returncode == 1
+    assert expected in result.stderr
+    assert "0 functions" not in result.stdout + result.stderr
+    if line is not None:
+        assert f"function_app.py:{line}" in result.stderr
+
+
+def test_misspelled_host_json_key_names_its_path(tmp_path: Path) -> None:
+    write_app(tmp_path / "app", LOGGING_APP,
+              host_json={"version": "2.0", "extensions": {"queues": {"batchSzie": 4}}})
+    result = run_start(tmp_path / "app")
+    assert result.returncode == 1
+    assert "host.json: extensions.queues.batchSzie" in result.stderr
+
+
+def test_text_output_has_invocation_lines_and_tagged_user_logs(tmp_path: Path) -> None:
+    write_app(tmp_path / "app", LOGGING_APP)
+    host = start_funchost(tmp_path / "app", data_dir=tmp_path / "data")
+    try:
+        assert httpx.get(f"{host.base_url}/api/hello").text == "hi"
+        assert httpx.get(f"{host.base_url}/api/fail").status_code == 500
+        assert host.wait_for_output("Executed 'Functions.fail' (Failed")
+    finally:
+        code, output = stop_funchost(host)
+    assert code == 0
+    assert "Executing 'Functions.hello' (Reason=" in output
+    executed = [line for line in output.splitlines() if "Executed 'Functions.hello' (Succeeded, Id=" in line]
+    assert executed and "Duration=" in executed[0]
+    invocation_id = executed[0].split("Id=")[1].split(",")[0]
+    assert f"[Functions.hello Id={invocation_id}] user says hello" in output
+    assert "ValueError: broken on purpose" in output
+    assert "Host stopped." in output
+
+
+def test_json_output_is_ndjson_events(tmp_path: Path) -> None:
+    write_app(tmp_path / "app", LOGGING_APP)
+    host = start_funchost(tmp_path / "app", "--output", "json", data_dir=tmp_path / "data")
+    try:
+        httpx.get(f"{host.base_url}/api/hello")
+        assert host.wait_for_output('"FunctionCompleted"')
+    finally:
+        code, output = stop_funchost(host)
+    assert code == 0
+    events = [json.loads(line) for line in output.splitlines() if line.strip()]
+    kinds = {e.get("event") for e in events}
+    assert {"FunctionIndexed", "HostStarted", "FunctionStarted", "FunctionCompleted", "HostStopped"} <= kinds
+    completed = next(e for e in events if e.get("event") == "FunctionCompleted")
+    assert completed["function"] == "hello" and completed["succeeded"] is True
+    user = next(e for e in events if e["message"] == "user says hello")
+    assert user["invocationId"] == completed["invocationId"]
+    assert user["category"] == "Function.hello.User"
