@@ -78,3 +78,38 @@ async def test_admin_invoke_builds_a_document_list(tmp_path: Path, funchost_app)
     assert result.succeeded
     copied = connect(data_dir=tmp_path / "data0").get_database_client("db").get_container_client("copies")
     assert copied.read_item("m", "m")["seen"] is True
+
+
+RETRY_APP = """
+import azure.functions as func
+
+app = func.FunctionApp()
+CALLS = []
+
+@app.cosmos_db_trigger(arg_name="docs", connection="CosmosDB", database_name="db", container_name="items",
+                       lease_container_name="leases", create_lease_container_if_not_exists=True)
+@app.retry(strategy="fixed_delay", max_retry_count="2", delay_interval="00:00:03")
+def flaky(docs: func.DocumentList, context: func.Context) -> None:
+    CALLS.append((context.retry_context.retry_count, [d["id"] for d in docs]))
+    if len(CALLS) < 5:
+        raise ValueError("downstream unavailable")
+"""
+
+
+async def test_retry_policy_runs_then_the_same_batch_is_delivered_again(tmp_path: Path, funchost_app) -> None:  # type: ignore[no-untyped-def]
+    """Seed 004: on failure the function-level retry policy runs first (1 + 2 attempts, 3 s apart);
+    when it gives up the checkpoint does not move and the next poll delivers the same batch."""
+    app = write_app(tmp_path / "app", RETRY_APP)
+    prepare(tmp_path / "data0")
+    host = await funchost_app(app)
+    module = host.runtime.functions["flaky"].func.__globals__
+    items = connect("CosmosDB", data_dir=tmp_path / "data0").get_database_client("db").get_container_client("items")
+    items.upsert_item({"id": "r", "pk": "x"})
+    await host.advance(5)  # first poll: attempt 0, then retries at +3 s and +6 s
+    await host.advance(6)
+    assert module["CALLS"][:3] == [(0, ["r"]), (1, ["r"]), (2, ["r"])]
+    await host.advance(20)  # the next poll redelivers the same batch with a fresh retry context
+    assert module["CALLS"][3:5] == [(0, ["r"]), (1, ["r"])]
+    calls = len(module["CALLS"])
+    await host.advance(30)
+    assert len(module["CALLS"]) == calls  # succeeded: checkpointed, not delivered again
