@@ -1,0 +1,150 @@
+"""Import pipeline benchmark: intake throughput/latency vs a bare endpoint, and 202 -> Completed.
+
+    python benchmarks/pipeline_bench.py [--requests 600] [--concurrency 8] [--rate 20] [--seconds 10]
+
+Runs `funchost start examples/imports` (embedded storage, SQLite jobs DB) as a separate process:
+1. `GET /api/ping` (a bare sync function on the same server) and `POST /api/imports` (JWT
+   verification, body checks, blob policy, blob verification, canonical hash, one Job + Outbox
+   transaction) are each driven with `--requests` requests by `--concurrency` clients; requests/s
+   and p50/p99 latency, and the intake/ping ratio;
+2. end-to-end: imports submitted at `--rate` per second for `--seconds`; latency from the 202
+   (the job's created_at) to Completed (finished_at), read from the jobs DB, p50/p99.
+JSON goes to benchmarks/results/pipeline.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+import httpx
+import jwt
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "examples" / "imports"
+CLI = [sys.executable, "-c", "import sys; from funchost.cli import main; sys.exit(main())"]
+SECRET = "bench-only-jwt-secret-0123456789abcdef"
+KEY = "bench-master-key"
+CSV = b"customerId,amount,currency\nC001,10.00,EUR\nC002,5.25,EUR\n"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else 0.0
+
+
+async def drive(client: httpx.AsyncClient, make, total: int, concurrency: int) -> dict:  # type: ignore[no-untyped-def]
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    counter = iter(range(total))
+
+    async def worker() -> None:
+        for i in counter:
+            method, url, kwargs = make(i)
+            start = time.perf_counter()
+            response = await client.request(method, url, **kwargs)
+            latencies.append(time.perf_counter() - start)
+            statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+
+    began = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - began
+    return {"requests": total, "seconds": round(elapsed, 3), "requests_per_second": round(total / elapsed, 1),
+            "p50_ms": round(percentile(latencies, 0.5) * 1000, 2), "p99_ms": round(percentile(latencies, 0.99) * 1000, 2),
+            "statuses": statuses}
+
+
+async def run(args: argparse.Namespace, base: str, data: Path) -> dict:
+    token = jwt.encode({"tid": "tenant-a", "oid": "bench", "exp": int(time.time()) + 7200}, SECRET, "HS256")
+    headers = {"x-functions-key": KEY, "Authorization": f"Bearer {token}"}
+    body = {"containerName": "imports", "blobName": "tenant-a/bench/orders.csv"}
+    limits = httpx.Limits(max_connections=args.concurrency * 2)
+    async with httpx.AsyncClient(base_url=base, timeout=30, limits=limits) as client:
+        await drive(client, lambda i: ("GET", "/api/ping", {}), 50, args.concurrency)  # warm-up
+        ping = await drive(client, lambda i: ("GET", "/api/ping", {}), args.requests, args.concurrency)
+        intake = await drive(client, lambda i: ("POST", "/api/imports", {
+            "json": body, "headers": {**headers, "Idempotency-Key": f"bench-{i}"}}), args.requests, args.concurrency)
+        await asyncio.sleep(3)  # let the intake burst drain before the steady-rate run
+        e2e_ids: list[str] = []
+        total = int(args.rate * args.seconds)
+        began = time.perf_counter()
+        for i in range(total):
+            target = began + i / args.rate
+            await asyncio.sleep(max(0.0, target - time.perf_counter()))
+            response = await client.post("/api/imports", json=body,
+                                         headers={**headers, "Idempotency-Key": f"e2e-{i}"})
+            e2e_ids.append(response.json()["jobId"])
+        await asyncio.sleep(3)
+    latencies, completed = [], 0
+    with sqlite3.connect(data / "imports.db") as db:
+        for job_id in e2e_ids:
+            row = db.execute("SELECT state, created_at, finished_at FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+            if row and row[0] == "Completed" and row[2]:
+                completed += 1
+                latencies.append((datetime.fromisoformat(row[2]) - datetime.fromisoformat(row[1])).total_seconds())
+    e2e = {"rate_per_second": args.rate, "jobs": total, "completed": completed,
+           "p50_ms": round(percentile(latencies, 0.5) * 1000, 2), "p99_ms": round(percentile(latencies, 0.99) * 1000, 2),
+           "max_ms": round(max(latencies) * 1000, 2) if latencies else None,
+           "mean_ms": round(statistics.mean(latencies) * 1000, 2) if latencies else None}
+    return {"ping": ping, "intake": intake, "intake_vs_ping": round(intake["requests_per_second"] /
+                                                                    ping["requests_per_second"], 3), "end_to_end": e2e}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=600)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--rate", type=float, default=20.0)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="funchost-bench-") as tmp:
+        app, data = Path(tmp) / "app", Path(tmp) / "data"
+        shutil.copytree(APP, app, ignore=shutil.ignore_patterns(".funchost", "__pycache__"))
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        env = {**os.environ, "FUNCHOST_MASTER_KEY": KEY, "IMPORTS_JWT_SECRET": SECRET,
+               "LEDGER_URL": f"http://127.0.0.1:{port}/api/ledger/entries"}
+        subprocess.run([*CLI, "blob", "upload", "imports", "tenant-a/bench/orders.csv", "-", "--app", str(app),
+                        "--data", str(data), "--connection", "ImportsStorage", "--content-type", "text/csv"],
+                       input=CSV, check=True, capture_output=True, env=env)
+        log = (Path(tmp) / "host.log").open("wb")
+        host = subprocess.Popen([*CLI, "start", str(app), "--port", str(port), "--data", str(data)],
+                                stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            for _ in range(300):
+                try:
+                    if httpx.get(f"{base}/admin/host/status", headers={"x-functions-key": KEY}).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    time.sleep(0.1)
+            figures = asyncio.run(run(args, base, data))
+        finally:
+            host.send_signal(signal.SIGINT)
+            host.wait(60)
+    result = {"benchmark": "pipeline", "python": platform.python_version(), "cpus": os.cpu_count(),
+              "parameters": vars(args), **figures}
+    out = ROOT / "benchmarks" / "results" / "pipeline.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,237 @@
+"""HTTP intake rules (pipeline.md section 1) through the real host, in-process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from tests.support.pipeline import CSV_OK, Pipeline, auth, token
+
+from funchost.reliability import IdempotencyScope, NewJob, OutboxMessage, OutboxState
+
+BODY = {"containerName": "imports", "blobName": "tenant-a/in/file.csv"}
+
+
+async def _ready(p: Pipeline, name: str = "tenant-a/in/file.csv", data: bytes = CSV_OK, **kw: str) -> None:
+    await p.upload(name, data, **kw)
+
+
+def _outbox_rows(p: Pipeline, job_id: str) -> list:
+    return p.store.outbox.for_job(job_id)
+
+
+async def test_same_key_twice_returns_the_same_job_and_writes_one_outbox_row(any_pipeline: Pipeline) -> None:
+    p = any_pipeline
+    await _ready(p)
+    first = await p.submit(BODY, key="k-1")
+    second = await p.submit(BODY, key="k-1")
+    assert first.status_code == second.status_code == 202
+    job_id = first.json()["jobId"]
+    assert second.json() == {"jobId": job_id, "statusUrl": f"/api/imports/{job_id}"}
+    assert job_id.startswith("imp_") and len(job_id) == 36
+    assert len(_outbox_rows(p, job_id)) == 1
+
+
+async def test_same_key_concurrently_creates_one_job(any_pipeline: Pipeline) -> None:
+    p = any_pipeline
+    await _ready(p)
+    responses = await asyncio.gather(*(p.submit(BODY, key="k-race") for _ in range(6)))
+    assert {r.status_code for r in responses} == {202}
+    job_ids = {r.json()["jobId"] for r in responses}
+    assert len(job_ids) == 1
+    assert len(_outbox_rows(p, job_ids.pop())) == 1
+
+
+async def test_same_key_with_a_different_body_is_a_conflict(any_pipeline: Pipeline) -> None:
+    p = any_pipeline
+    await _ready(p)
+    await _ready(p, "tenant-a/in/other.csv")
+    assert (await p.submit(BODY, key="k-2")).status_code == 202
+    conflict = await p.submit({**BODY, "blobName": "tenant-a/in/other.csv"}, key="k-2")
+    assert conflict.status_code == 409
+    assert "different request body" in conflict.json()["error"]
+
+
+async def test_same_key_under_another_tenant_user_or_endpoint_is_another_job(any_pipeline: Pipeline) -> None:
+    p = any_pipeline
+    await _ready(p)
+    await _ready(p, "tenant-b/in/file.csv")
+    mine = (await p.submit(BODY, key="shared")).json()["jobId"]
+    other_user = await p.submit(BODY, key="shared", user="user-2")
+    other_tenant = await p.submit({**BODY, "blobName": "tenant-b/in/file.csv"}, key="shared", tenant="tenant-b")
+    assert other_user.status_code == other_tenant.status_code == 202
+    assert len({mine, other_user.json()["jobId"], other_tenant.json()["jobId"]}) == 3
+    # another endpoint of the same tenant and user with the same key: its own scope, no conflict
+    scope = IdempotencyScope("tenant-a", "POST /api/exports", "user-1", "shared")
+    decision = p.store.intake.accept_import(scope, "another-hash", OutboxMessage("exports", "{}"))
+    assert decision.kind.value == "Accepted" and decision.job_id != mine
+
+
+async def test_property_order_whitespace_casing_and_unknown_properties_do_not_change_the_hash(
+        pipeline: Pipeline) -> None:
+    await _ready(pipeline)
+    first = await pipeline.submit(None, key="k-3", raw=b'{"containerName":"imports","blobName":"tenant-a/in/file.csv"}')
+    variants = [
+        b'{\n  "blobName": "tenant-a/in/file.csv",\n  "containerName": "imports"\n}',
+        b'{"BlobName":"tenant-a/in/file.csv","ContainerName":"imports","eTag":null,"requestedBy":"x"}',
+    ]
+    for raw in variants:
+        again = await pipeline.submit(None, key="k-3", raw=raw)
+        assert again.status_code == 202, again.text
+        assert again.json()["jobId"] == first.json()["jobId"]
+
+
+async def test_requested_by_comes_from_the_token_never_from_the_body(pipeline: Pipeline) -> None:
+    await _ready(pipeline)
+    response = await pipeline.submit({**BODY, "requestedBy": "ceo@example.com"}, key="k-4", user="user-7")
+    job = pipeline.store.jobs.get(response.json()["jobId"])
+    assert job is not None and job.requested_by == "user-7"
+    payload = json.loads(_outbox_rows(pipeline, job.job_id)[0].payload)
+    assert payload["requestedByUserId"] == "user-7" and "ceo" not in json.dumps(payload)
+
+
+async def test_a_client_chosen_tenant_header_is_not_trusted(pipeline: Pipeline) -> None:
+    response = await pipeline.host.http("POST", "/api/imports", key="master", json=BODY,
+                                        headers={"Idempotency-Key": "k", "X-Tenant-Id": "tenant-a",
+                                                 "X-Authenticated-UserId": "admin"})
+    assert response.status_code == 401
+
+
+@pytest.mark.parametrize("bearer", ["", "Bearer", "Bearer not-a-jwt", f"Bearer {token(secret='wrong-secret-0123456789')}",
+                                    f"Bearer {token(lifetime=-60)}", f"Bearer {token(tenant='')}"])
+async def test_missing_or_invalid_identity_is_401(pipeline: Pipeline, bearer: str) -> None:
+    response = await pipeline.host.http("POST", "/api/imports", key="master", json=BODY,
+                                        headers={"Idempotency-Key": "k", "Authorization": bearer})
+    assert response.status_code == 401
+
+
+async def test_easyauth_principal_is_used_in_easyauth_mode(start_pipeline) -> None:  # type: ignore[no-untyped-def]
+    import base64
+
+    p = await start_pipeline(IMPORTS_AUTH="easyauth")
+    await _ready(p)
+    claims = {"claims": [{"typ": "http://schemas.microsoft.com/identity/claims/tenantid", "val": "tenant-a"},
+                         {"typ": "http://schemas.microsoft.com/identity/claims/objectidentifier", "val": "u-9"}]}
+    header = base64.b64encode(json.dumps(claims).encode()).decode()
+    ok = await p.host.http("POST", "/api/imports", key="master", json=BODY,
+                           headers={"Idempotency-Key": "k", "X-MS-CLIENT-PRINCIPAL": header})
+    assert ok.status_code == 202
+    assert p.store.jobs.get(ok.json()["jobId"]).requested_by == "u-9"  # type: ignore[union-attr]
+    bearer_only = await p.host.http("POST", "/api/imports", key="master", json=BODY,
+                                    headers={"Idempotency-Key": "k2", **auth()})
+    assert bearer_only.status_code == 401
+
+
+async def test_declared_body_over_32_kib_is_413(pipeline: Pipeline) -> None:
+    big = json.dumps({**BODY, "pad": "x" * 40_000}).encode()
+    response = await pipeline.submit(None, raw=big)
+    assert response.status_code == 413
+
+
+async def test_streamed_body_over_32_kib_without_length_is_413(pipeline: Pipeline) -> None:
+    big = json.dumps({**BODY, "pad": "x" * 40_000}).encode()
+
+    async def chunks():  # type: ignore[no-untyped-def]
+        for i in range(0, len(big), 4096):
+            yield big[i:i + 4096]
+
+    headers = {**auth(), "Idempotency-Key": "k", "Content-Type": "application/json"}
+    response = await pipeline.host.http("POST", "/api/imports", key="master", content=chunks(), headers=headers)
+    assert "content-length" not in {k.lower() for k in response.request.headers}
+    assert response.status_code == 413
+
+
+async def test_body_just_under_the_limit_is_accepted(pipeline: Pipeline) -> None:
+    await _ready(pipeline)
+    body = json.dumps({**BODY, "pad": ""}).encode()
+    body = body[:-1] + b', "x": "' + b"y" * (32 * 1024 - len(body) - 10) + b'"}'
+    assert len(body) <= 32 * 1024
+    assert (await pipeline.submit(None, raw=body)).status_code == 202
+
+
+async def test_idempotency_key_is_required(pipeline: Pipeline) -> None:
+    assert (await pipeline.submit(BODY, key=None)).status_code == 400
+    assert (await pipeline.submit(BODY, key="   ")).status_code == 400
+
+
+@pytest.mark.parametrize("raw, needle", [
+    (b'{"containerName": "imports", ', "not valid JSON"),
+    (b"[1, 2]", "JSON object"),
+    (b'{"containerName": 5, "blobName": "tenant-a/x.csv"}', "'containerName' must be a string"),
+    (b'{"containerName": "imports"}', "blobName"),
+    (b"", "empty"),
+])
+async def test_invalid_bodies_are_400_with_a_clear_message(pipeline: Pipeline, raw: bytes, needle: str) -> None:
+    response = await pipeline.submit(None, raw=raw)
+    assert response.status_code == 400
+    assert needle in response.json()["error"]
+
+
+@pytest.mark.parametrize("container, name", [
+    ("exports", "tenant-a/in/file.csv"),      # container not in the allow-list
+    ("Imports", "tenant-a/in/file.csv"),      # container case differs
+    ("imports", "tenant-b/in/file.csv"),      # another tenant's prefix
+    ("imports", "Tenant-A/in/file.csv"),      # prefix case differs (ordinal comparison)
+    ("imports", "tenant-a"),                  # no prefix separator
+    ("imports", "/tenant-a/in/file.csv"),     # leading slash
+    ("imports", "tenant-a/../tenant-b/x.csv"),
+    ("imports", "tenant-a\\in\\file.csv"),
+    ("imports", "tenant-a/in/fi\x00le.csv"),
+    ("imports", "tenant-a/in/fi\nle.csv"),
+])
+async def test_blob_policy_violations_are_403(pipeline: Pipeline, container: str, name: str) -> None:
+    response = await pipeline.submit({"containerName": container, "blobName": name}, key=f"k-{container}-{name!r}")
+    assert response.status_code == 403, response.text
+    assert pipeline.store.jobs.count_by_state()["Enqueued"] == 0
+
+
+async def test_blob_verification_failures_are_400(start_pipeline) -> None:  # type: ignore[no-untyped-def]
+    p = await start_pipeline(IMPORTS_MAX_BLOB_BYTES="100")
+    props = await p.upload("tenant-a/in/file.csv")
+    await p.upload("tenant-a/in/big.csv", b"customerId,amount\n" + b"C001,1\n" * 40)
+    await p.upload("tenant-a/in/image.png", b"\x89PNG", content_type="image/png")
+    cases = [
+        ({**BODY, "blobName": "tenant-a/in/missing.csv"}, "does not exist"),
+        ({**BODY, "eTag": '"0x0000"'}, "eTag"),
+        ({**BODY, "versionId": "2026-01-01T00:00:00.0000000Z"}, "versionId"),
+        ({**BODY, "blobName": "tenant-a/in/big.csv"}, "over the limit"),
+        ({**BODY, "blobName": "tenant-a/in/image.png"}, "content type"),
+    ]
+    for i, (body, needle) in enumerate(cases):
+        response = await p.submit(body, key=f"v-{i}")
+        assert response.status_code == 400, (body, response.text)
+        assert needle in response.json()["error"]
+    good = await p.submit({**BODY, "eTag": props.etag}, key="v-ok")  # quoted or bare eTag both match
+    assert good.status_code == 202
+
+
+async def test_the_job_pins_the_verified_etag(pipeline: Pipeline) -> None:
+    props = await pipeline.upload("tenant-a/in/file.csv")
+    job_id = (await pipeline.submit(BODY, key="pin")).json()["jobId"]
+    job = pipeline.store.jobs.get(job_id)
+    assert job is not None and job.blob is not None and job.blob.etag == props.etag.strip('"')
+
+
+async def test_status_is_tenant_scoped(pipeline: Pipeline) -> None:
+    await _ready(pipeline)
+    job_id = (await pipeline.submit(BODY, key="k-5")).json()["jobId"]
+    mine = await pipeline.status(job_id)
+    assert mine.status_code == 200 and mine.json()["jobId"] == job_id
+    assert (await pipeline.status(job_id, tenant="tenant-b")).status_code == 404
+    assert (await pipeline.status("imp_doesnotexist")).status_code == 404
+    anonymous = await pipeline.host.http("GET", f"/api/imports/{job_id}", key="master")
+    assert anonymous.status_code == 401
+
+
+async def test_intake_needs_a_function_key(pipeline: Pipeline) -> None:
+    response = await pipeline.host.http("POST", "/api/imports", json=BODY, headers={**auth(), "Idempotency-Key": "k"})
+    assert response.status_code == 401
+
+
+async def test_event_jobs_and_http_jobs_share_no_scope(pipeline: Pipeline) -> None:
+    """An event job has no idempotency key: it can never collide with an HTTP scope."""
+    decision = pipeline.store.intake.accept(NewJob("blob_x", "tenant-a", "eventgrid", "eventgrid:BlobCreated"),
+                                            OutboxMessage("ocr-jobs", "{}"))
+    assert decision.kind.value == "Accepted"
+    assert pipeline.store.outbox.for_job("blob_x")[0].state in (OutboxState.PENDING, OutboxState.DISPATCHED)
