@@ -55,7 +55,10 @@ class Demo:
         self.base = f"http://127.0.0.1:{self.port}"
         self.results: list[tuple[str, bool, str]] = []
         self.env = {**os.environ, "FUNCHOST_MASTER_KEY": MASTER_KEY, "IMPORTS_JWT_SECRET": SECRET,
-                    "LEDGER_URL": f"{self.base}/api/ledger/entries", "PYTHONUNBUFFERED": "1"}
+                    "LEDGER_URL": f"{self.base}/api/ledger/entries", "PYTHONUNBUFFERED": "1",
+                    # host.json says 30 s between deliveries of a failed message; the demo overrides
+                    # it through an app setting (as on Azure) so the poison step takes seconds.
+                    "AzureFunctionsJobHost__extensions__queues__visibilityTimeout": "00:00:01"}
         self.log = data / "host.log"
         self.process: subprocess.Popen[bytes] | None = None
 

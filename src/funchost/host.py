@@ -85,7 +85,7 @@ class Host:
         environ = dict(os.environ)
         environ.update(self.config.settings_override)
         settings = AppSettings(local.values, environ=environ)
-        options = load_host_json(self.app_dir)
+        options = load_host_json(self.app_dir, settings)
         self.functions = index_app(self.app_dir, settings, options.retry)
         clock = self.config.clock or SystemClock()
         self._executor = Executor(thread_count=thread_count_from(settings.get("PYTHON_THREADPOOL_THREAD_COUNT")))

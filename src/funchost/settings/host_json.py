@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,15 +67,43 @@ class HostOptions:
 _LOG_LEVELS = {v.lower(): v for v in ("Trace", "Debug", "Information", "Warning", "Error", "Critical", "None")}
 
 
-def load_host_json(app_dir: Path) -> HostOptions:
+OVERRIDE_PREFIX = "AzureFunctionsJobHost__"
+
+
+def load_host_json(app_dir: Path, settings: Mapping[str, str] | None = None) -> HostOptions:
     path = Path(app_dir) / FILE_NAME
-    if not path.exists():
-        return parse_host_json({"version": "2.0"})
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8-sig"))
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", path=FILE_NAME) from exc
+    raw: Any = {"version": "2.0"}
+    if path.exists():
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8-sig"))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
+                              path=FILE_NAME) from exc
+    if settings is not None and isinstance(raw, dict):
+        apply_setting_overrides(raw, settings)
     return parse_host_json(raw)
+
+
+def apply_setting_overrides(raw: dict[str, Any], settings: Mapping[str, str]) -> None:
+    """App settings `AzureFunctionsJobHost__a__b=value` override host.json `a.b`, as on Azure.
+
+    Keys match case-insensitively (.NET configuration); missing objects are created. Values are
+    strings, which the section readers accept for numbers, booleans and TimeSpans alike.
+    """
+    prefix = OVERRIDE_PREFIX.lower()
+    for name in settings:
+        if not name.lower().startswith(prefix) or len(name) == len(prefix):
+            continue
+        path = name[len(prefix):].split("__")
+        node = raw
+        for part in path[:-1]:
+            key = next((k for k in node if k.lower() == part.lower()), part)
+            child = node.get(key)
+            if not isinstance(child, dict):
+                child = node[key] = {}
+            node = child
+        leaf = next((k for k in node if k.lower() == path[-1].lower()), path[-1])
+        node[leaf] = settings[name]
 
 
 def parse_host_json(raw: Any) -> HostOptions:

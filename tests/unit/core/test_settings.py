@@ -95,3 +95,20 @@ def test_connection_resolution_order() -> None:
     assert "a2V5" not in repr(resolve_storage_connection("Exact", settings))
     with pytest.raises(ConfigError, match="'Nope' does not exist"):
         resolve_storage_connection("Nope", settings)
+
+
+def test_app_settings_override_host_json_keys(tmp_path: Path) -> None:
+    (tmp_path / "host.json").write_text(json.dumps(
+        {"version": "2.0", "functionTimeout": "00:10:00", "extensions": {"queues": {"batchSize": 4}}}))
+    settings = AppSettings({}, environ={
+        "AzureFunctionsJobHost__functionTimeout": "00:00:30",
+        "azurefunctionsjobhost__Extensions__Queues__visibilityTimeout": "00:00:02",
+        "AzureFunctionsJobHost__logging__logLevel__default": "Warning",
+    })
+    options = load_host_json(tmp_path, settings)
+    assert options.function_timeout == 30
+    queues = options.extension("queues")
+    assert queues.batch_size == 4 and queues.visibility_timeout == 2
+    assert options.log_levels == {"default": "Warning"}
+    with pytest.raises(ConfigError, match="host.json: extensions.queues.batchSzie"):
+        load_host_json(tmp_path, AppSettings({}, environ={"AzureFunctionsJobHost__extensions__queues__batchSzie": "3"}))
