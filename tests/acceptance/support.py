@@ -12,19 +12,48 @@ Output (stdout and stderr) goes to a file, so a chatty host never blocks on a fu
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 
 MASTER_KEY = "acceptance-master-key"
 CLI = "import sys; from funchost.cli import main; sys.exit(main())"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def copy_example(name: str, tmp_path: Path) -> Path:
+    """A private copy of `examples/<name>` (the test's data must not land in the repository)."""
+    target = tmp_path / "app"
+    shutil.copytree(EXAMPLES / name, target, ignore=shutil.ignore_patterns(".funchost", "__pycache__", "*.log"))
+    return target
+
+
+def run_cli(*args: str, timeout: float = 60) -> str:
+    """Run a `funchost` command to completion; it must succeed. Returns its stdout."""
+    done = subprocess.run([sys.executable, "-c", CLI, *args], capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def wait_until(predicate: Callable[[], bool], what: str, timeout: float,
+               hosts: Iterable[RunningHost] = ()) -> None:
+    """Poll `predicate` every 0.1 s (bounded); on timeout fail with the hosts' recent output."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    outputs = "\n".join(h.output()[-3000:] for h in hosts)
+    pytest.fail(f"timed out waiting for {what}\n{outputs}")
 
 
 def free_port() -> int:

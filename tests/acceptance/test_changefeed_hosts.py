@@ -7,9 +7,7 @@ from __future__ import annotations
 import collections
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from tests.acceptance.support import CLI, copy_example, free_port
 
 from funchost.documents import connect
 
@@ -24,12 +23,6 @@ pytestmark = pytest.mark.acceptance
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "changefeed"
 DEADLINE = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_for(what: str, check: Callable[[], bool], timeout: float = DEADLINE) -> None:
@@ -43,9 +36,7 @@ def wait_for(what: str, check: Callable[[], bool], timeout: float = DEADLINE) ->
 
 @pytest.fixture
 def app(tmp_path: Path) -> Path:
-    target = tmp_path / "app"
-    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns(".funchost", "__pycache__", "*.log"))
-    return target
+    return copy_example("changefeed", tmp_path)
 
 
 @pytest.fixture
@@ -55,7 +46,7 @@ def hosts(app: Path, tmp_path: Path) -> Iterator[Callable[[], subprocess.Popen[b
 
     def start() -> subprocess.Popen[bytes]:
         out = open(tmp_path / f"host{len(started)}.out", "wb")  # noqa: SIM115
-        proc = subprocess.Popen([sys.executable, "-c", "import sys; from funchost.cli import main; sys.exit(main())",
+        proc = subprocess.Popen([sys.executable, "-c", CLI,
                                  "start", str(app), "--port", str(free_port()),
                                  "--data", str(tmp_path / "data")], stdout=out, stderr=subprocess.STDOUT, env=env)
         started.append(proc)

@@ -3,29 +3,22 @@ of a running `funchost start`, through the blob store's change journal."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
-from tests.acceptance.support import CLI, start_funchost, stop_funchost
+from tests.acceptance.support import copy_example, run_cli, start_funchost, stop_funchost
 
 pytestmark = pytest.mark.acceptance
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "eventgrid"
 
 
-def cli(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-c", CLI, *args], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+cli = run_cli
 
 
 def test_blob_upload_from_the_cli_triggers_the_event_grid_function(tmp_path: Path) -> None:
-    app = tmp_path / "app"
-    shutil.copytree(EXAMPLE, app, ignore=shutil.ignore_patterns(".funchost", "__pycache__"))
+    app = copy_example("eventgrid", tmp_path)
     data = tmp_path / "data"
     host = start_funchost(app, data_dir=data)
     try:

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import httpx
 import pytest
-from tests.acceptance.support import CLI, start_funchost, stop_funchost
+from tests.acceptance.support import copy_example, run_cli, start_funchost, stop_funchost, wait_until
 
 pytestmark = pytest.mark.acceptance
 
@@ -23,15 +20,10 @@ TIMEOUT = 60.0
 
 @pytest.fixture
 def app(tmp_path: Path) -> Path:
-    target = tmp_path / "app"
-    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns(".funchost", "__pycache__"))
-    return target
+    return copy_example("queues", tmp_path)
 
 
-def cli(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-c", CLI, *args], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+cli = run_cli
 
 
 def task_lines(log: Path) -> list[tuple[str, str, int, int]]:
@@ -45,13 +37,7 @@ def task_lines(log: Path) -> list[tuple[str, str, int, int]]:
 
 
 def wait_for(predicate, what: str, hosts=()) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    outputs = "\n".join(h.output()[-3000:] for h in hosts)
-    pytest.fail(f"timed out waiting for {what}\n{outputs}")
+    wait_until(predicate, what, TIMEOUT, hosts)
 
 
 def test_two_hosts_share_a_queue_and_process_each_message_once(app: Path, tmp_path: Path) -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests.acceptance.support import CLI, start_funchost, stop_funchost
 
 from funchost.testing import write_app
-from tests.acceptance.support import CLI, start_funchost, stop_funchost
 
 LOGGING_APP = """
 import logging

@@ -11,7 +11,6 @@ import asyncio
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import uuid
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests.acceptance.support import free_port
 from tests.support.azurite import AzuriteServer, AzuriteUnavailable, get_server
 
 from funchost.clock import SystemClock
@@ -38,12 +38,6 @@ FUNCHOST = (
     if _SCRIPT.exists()
     else [sys.executable, "-c", "import sys; from funchost.cli import main; sys.exit(main())"]
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _azurite() -> AzuriteServer:
@@ -72,7 +66,7 @@ def start_app(tmp_path: Path) -> Iterator:  # type: ignore[type-arg]
     def start(storage: str, env: dict[str, str]) -> Running:
         app = tmp_path / f"app-{storage}"
         shutil.copytree(EXAMPLE, app, ignore=shutil.ignore_patterns(".funchost", "__pycache__"))
-        port = _free_port()
+        port = free_port()
         log = tmp_path / f"funchost-{storage}.log"
         command = [*FUNCHOST, "start", str(app), "--port", str(port),
                    "--storage", storage, "--data", str(tmp_path / f"data-{storage}")]  # fmt: skip

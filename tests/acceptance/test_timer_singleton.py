@@ -7,12 +7,11 @@ that dies without releasing the lock is replaced within about 30 s.
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
 import pytest
-from tests.acceptance.support import start_funchost, stop_funchost
+from tests.acceptance.support import copy_example, start_funchost, stop_funchost, wait_until
 
 pytestmark = pytest.mark.acceptance
 
@@ -22,25 +21,13 @@ TAKEOVER_TIMEOUT = 60.0  # lease (15 s) + recovery poll (15 s) + start-up slack
 
 @pytest.fixture
 def app(tmp_path: Path) -> Path:
-    target = tmp_path / "app"
-    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns(".funchost", "__pycache__"))
-    return target
+    return copy_example("timers", tmp_path)
 
 
 def pids(log: Path) -> list[int]:
     if not log.exists():
         return []
     return [int(line.split()[1]) for line in log.read_text().splitlines() if line.startswith("heartbeat ")]
-
-
-def wait_until(predicate, what: str, timeout: float, hosts=()) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    outputs = "\n".join(h.output()[-3000:] for h in hosts)
-    pytest.fail(f"timed out waiting for {what}\n{outputs}")
 
 
 def test_one_host_runs_the_timer_and_another_takes_over_after_a_kill(app: Path, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from funchost.clock import ManualClock
+from funchost.clock import Clock, ManualClock
 from funchost.errors import FunchostError
 from funchost.host import Host, HostConfig
 from funchost.invocation.contracts import InvocationResult
@@ -43,14 +43,18 @@ def write_app(folder: Path, code: str, *, host_json: Mapping[str, Any] | None = 
 
 
 class HostHarness:
-    """A host running in this process and event loop, driven by a `ManualClock`."""
+    """A host running in this process and event loop, driven by a `ManualClock`.
+
+    Pass `clock=SystemClock()` to run on real time instead (e.g. against Azurite, whose
+    visibility timeouts the ManualClock cannot move); `advance()` then is not available.
+    """
 
     def __init__(
         self,
         app_dir: Path | str,
         *,
         data_dir: Path | str | None = None,
-        clock: ManualClock | None = None,
+        clock: Clock | None = None,
         settings: Mapping[str, str] | None = None,
         storage: str = "embedded",
         faults: FaultInjector | None = None,
@@ -61,7 +65,7 @@ class HostHarness:
             self._tmp = tempfile.TemporaryDirectory(prefix="funchost-test-")
             data_dir = self._tmp.name
         self.data_dir = Path(data_dir)
-        self.clock = clock or ManualClock()
+        self.clock: Clock = clock or ManualClock()
         self.settings = dict(settings or {})
         self.faults = faults or FaultInjector()
         self.host = Host(HostConfig(
@@ -112,6 +116,8 @@ class HostHarness:
 
     async def advance(self, seconds: float) -> None:
         """Move the clock forward, letting the host react at every deadline on the way."""
+        if not isinstance(self.clock, ManualClock):
+            raise TypeError("advance() needs the harness's ManualClock; with a real clock, wait instead")
         await self.clock.advance(seconds, settle=self._settle)
 
     async def _settle(self) -> None:
