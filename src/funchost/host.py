@@ -29,6 +29,7 @@ from funchost.invocation.executor import Executor, thread_count_from
 from funchost.runtime import registry
 from funchost.runtime.contracts import Listener, Runtime
 from funchost.runtime.current import get_current, set_current
+from funchost.runtime.fault_storage import FaultInjectingStorage
 from funchost.runtime.faults import FaultInjector
 from funchost.runtime.signals import Signals
 from funchost.settings.app_settings import AppSettings
@@ -89,7 +90,8 @@ class Host:
         self.functions = index_app(self.app_dir, settings, options.retry)
         clock = self.config.clock or SystemClock()
         self._executor = Executor(thread_count=thread_count_from(settings.get("PYTHON_THREADPOOL_THREAD_COUNT")))
-        storage = create_backend(self.config.storage, self.data_dir, settings, clock)
+        faults = self.config.faults or FaultInjector()
+        storage = FaultInjectingStorage(create_backend(self.config.storage, self.data_dir, settings, clock), faults)
         runtime = Runtime(
             app_dir=self.app_dir,
             data_dir=self.data_dir,
@@ -99,7 +101,7 @@ class Host:
             storage=storage,
             invoker=self._executor,
             signals=Signals(),
-            faults=self.config.faults or FaultInjector(),
+            faults=faults,
             functions={f.name: f for f in self.functions},
             host_id=host_id_for(self.app_dir, settings),
         )

@@ -6,9 +6,10 @@ point to raise an exception (or run a callback) once or every time, so tests can
 happens when a write or delete fails half-way.
 
 Known points (keep this list in sync with the code):
-    queue.put.before / queue.put.after
-    queue.delete.before / queue.delete.after
-    queue.update.before / queue.update.after
+    queue.<op>.before / queue.<op>.during   for put, get, update, delete, around every queue
+                                            call of the host (runtime/fault_storage.py)
+    queue.put.after                         the queue processor after a poison copy was written
+    queue.delete.after / queue.update.after the queue processor after completing / releasing
     function.before / function.after      (around the user function, inside the executor)
     changefeed.checkpoint.before          (before a change-feed lease checkpoint)
 """
