@@ -16,7 +16,6 @@ COMMAND_MODULES = (
     "funchost.cli.timer",
     "funchost.cli.events",
     "funchost.cli.docs",
-    "funchost.cli.jobs",
 )
 
 
