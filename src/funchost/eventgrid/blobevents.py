@@ -105,6 +105,6 @@ class BlobEventWatcher:
         stored = await self.store.append(self.topic.name, SCHEMA_EVENTGRID, routed, self.clock.now().timestamp(),
                                          cursor=(self.cursor_name, cursor, changes[-1].sequencer))
         if stored:
-            log.info("eventgrid.blob_events account=%s events=%d", self.account, len(events))
+            log.debug("eventgrid.blob_events account=%s events=%d", self.account, len(events))
             self.on_published()
         return True
