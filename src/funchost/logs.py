@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import threading
+import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any, TextIO
@@ -117,10 +119,64 @@ def _camel(key: str) -> str:
     return head + "".join(part.capitalize() for part in rest)
 
 
+FLUSH_INTERVAL = 0.1  # seconds a console line may wait in the buffer when stdout is not a terminal
+
+
+class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Line by line on a terminal. On a pipe or a file, lines go to the stream's buffer and are
+    flushed at most FLUSH_INTERVAL later by a small thread (and at exit, by logging's shutdown
+    flush), so a busy host does not pay one write system call per line."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(stream)
+        self.buffered = not _is_terminal(stream)
+        self._dirty = False
+        self._wake = threading.Event()
+        self._flusher: threading.Thread | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.stream.write(self.format(record) + self.terminator)
+            if not self.buffered:
+                self.stream.flush()
+            elif not self._dirty:
+                self._dirty = True
+                if self._flusher is None:
+                    self._flusher = threading.Thread(target=self._flush_soon, name="console-flush", daemon=True)
+                    self._flusher.start()
+                self._wake.set()
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(record)
+
+    def flush(self) -> None:
+        with self.lock:  # type: ignore[union-attr]
+            self._dirty = False
+            super().flush()
+
+    def _flush_soon(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            time.sleep(FLUSH_INTERVAL)
+            try:
+                self.flush()
+            except (OSError, ValueError):  # stream closed under us (interpreter exit)
+                return
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def configure(output: str = "text", levels: Mapping[str, str] | None = None,
               stream: TextIO | None = None) -> logging.Handler:
     """Install the console handler on the root logger (replacing an earlier one of ours)."""
-    handler = logging.StreamHandler(stream or sys.stdout)
+    handler = ConsoleHandler(stream or sys.stdout)
     handler.setFormatter(JsonFormatter() if output == "json" else TextFormatter())
     handler.addFilter(CategoryFilter(levels or {}))
     handler.set_name("funchost-console")
@@ -128,6 +184,7 @@ def configure(output: str = "text", levels: Mapping[str, str] | None = None,
     for existing in list(root.handlers):
         if existing.get_name() == "funchost-console":
             root.removeHandler(existing)
+            existing.flush()
     root.addHandler(handler)
     root.setLevel(logging.DEBUG)
     # Console lines never show the caller's file/line or thread: skip collecting them (the

@@ -8,6 +8,7 @@ annotations on ordinary bindings use the generic converter (the raw value).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from azure.functions.meta import Datum
@@ -28,21 +29,48 @@ def generic_decode(datum: Datum | None) -> Any:
     raise InvocationError(f"unsupported data type {datum.type!r} for a generic binding")
 
 
-def decode(param: ParameterSpec, datum: Datum | None, metadata: dict[str, Datum] | None) -> Any:
+Decoder = Callable[[Datum | None, Mapping[str, Datum] | None], Any]
+Encoder = Callable[[Any], Datum | None]
+
+
+def decoder_for(param: ParameterSpec) -> Decoder:
+    """How one parameter's Datum becomes the user's value; chosen once per function at load."""
     binding = param.binding
     assert binding is not None
     annotation = None if param.annotation is EMPTY else param.annotation
     conv = converter(binding.type)
     if conv is None or (annotation is not None and _uses_generic(binding, annotation)):
-        value = generic_decode(datum)
-        if annotation is bytes and isinstance(value, str):
-            return value.encode("utf-8")
-        if annotation is str and isinstance(value, bytes | bytearray):
-            return bytes(value).decode("utf-8")
-        return value
-    if datum is None:
-        return None
-    return conv.decode(datum, trigger_metadata=metadata)
+        if annotation is bytes:
+            return _generic_bytes
+        if annotation is str:
+            return _generic_str
+        return _generic
+    decode_with = conv.decode
+
+    def library(datum: Datum | None, metadata: Mapping[str, Datum] | None) -> Any:
+        if datum is None:
+            return None
+        return decode_with(datum, trigger_metadata=metadata)
+
+    return library
+
+
+def _generic(datum: Datum | None, metadata: Mapping[str, Datum] | None) -> Any:
+    return generic_decode(datum)
+
+
+def _generic_bytes(datum: Datum | None, metadata: Mapping[str, Datum] | None) -> Any:
+    value = generic_decode(datum)
+    return value.encode("utf-8") if isinstance(value, str) else value
+
+
+def _generic_str(datum: Datum | None, metadata: Mapping[str, Datum] | None) -> Any:
+    value = generic_decode(datum)
+    return bytes(value).decode("utf-8") if isinstance(value, bytes | bytearray) else value
+
+
+def decode(param: ParameterSpec, datum: Datum | None, metadata: Mapping[str, Datum] | None) -> Any:
+    return decoder_for(param)(datum, metadata)
 
 
 def generic_encode(value: Any) -> Datum | None:
@@ -62,21 +90,31 @@ def generic_encode(value: Any) -> Datum | None:
         raise InvocationError(f"cannot convert {type(value).__name__} to an output value") from exc
 
 
-def encode(binding: BindingSpec, value: Any, annotation: Any) -> Datum | None:
-    """Encode one output value; None = the output is not sent."""
-    if value is None:
-        return None
+def encoder_for(binding: BindingSpec, annotation: Any) -> Encoder:
+    """How one output value becomes a Datum (None = not sent); chosen once per function at load."""
     conv = converter(binding.type)
     pytype = None if annotation in (EMPTY, None) else annotation
     if conv is None or (pytype is not None and _uses_generic(binding, pytype)):
-        return generic_encode(value)
-    try:
-        datum = conv.encode(value, expected_type=pytype)
-    except NotImplementedError:
-        datum = None
-    if datum is None:
-        return generic_encode(value)
-    return datum  # type: ignore[no-any-return]
+        return generic_encode
+    encode_with = conv.encode
+
+    def library(value: Any) -> Datum | None:
+        if value is None:
+            return None
+        try:
+            datum = encode_with(value, expected_type=pytype)
+        except NotImplementedError:
+            datum = None
+        if datum is None:
+            return generic_encode(value)
+        return datum  # type: ignore[no-any-return]
+
+    return library
+
+
+def encode(binding: BindingSpec, value: Any, annotation: Any) -> Datum | None:
+    """Encode one output value; None = the output is not sent."""
+    return encoder_for(binding, annotation)(value)
 
 
 def new_outputs(function: FunctionSpec) -> dict[str, OutValue]:

@@ -11,8 +11,8 @@ import pytest
 from azure.functions.meta import Datum
 
 from funchost.errors import FunctionTimeoutError, InvocationError
-from funchost.invocation.contracts import InvocationRequest
 from funchost.invocation.context import InvocationInfo, current_invocation
+from funchost.invocation.contracts import InvocationRequest
 from funchost.logs import CategoryFilter, TextFormatter
 from funchost.testing import HostHarness, write_app
 

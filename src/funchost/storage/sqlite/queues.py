@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import re
 import sqlite3
 from collections.abc import Callable, Mapping
@@ -77,8 +78,19 @@ PURGE_INTERVAL = 60.0  # seconds of clock time between lazy purges of expired me
 MAX_GROUP = 512  # operations per grouped transaction
 
 
+_VALID_NAMES: set[str] = set()  # names already checked (every call checks its queue name)
+_random = random.Random(os.urandom(32))  # ids and receipts: unique, no system call per message
+os.register_at_fork(after_in_child=lambda: _random.seed(os.urandom(32)))
+
+
+def _hex(nbytes: int) -> str:
+    return f"{_random.getrandbits(nbytes * 8):0{nbytes * 2}x}"
+
+
 def validate_queue_name(name: str) -> str:
     """Azure's rules: 3-63 chars, lowercase letters, digits and single dashes, alphanumeric ends."""
+    if type(name) is str and name in _VALID_NAMES:
+        return name
     if not isinstance(name, str):
         raise InvalidResourceName(f"invalid queue name {name!r}")
     if not 3 <= len(name) <= 63:
@@ -88,6 +100,8 @@ def validate_queue_name(name: str) -> str:
     if not _NAME.match(name):
         raise InvalidResourceName(f"invalid queue name {name!r}: 3-63 lowercase letters, digits and "
                                   "single dashes, starting and ending with a letter or digit")
+    if len(_VALID_NAMES) < 10_000:
+        _VALID_NAMES.add(name)
     return name
 
 
@@ -107,7 +121,7 @@ def _ts(value: float | None) -> datetime | None:
 
 
 def _message_id(seq: int) -> str:
-    r = os.urandom(10).hex()
+    r = _hex(10)
     return f"{r[:8]}-{r[8:12]}-4{r[12:15]}-{r[15:19]}-{seq:012x}"
 
 
@@ -285,7 +299,7 @@ class SqliteQueueService:
         now = self._now()
         expires = None if ttl == -1 else now + ttl
         visible = now + visibility_timeout
-        receipt = os.urandom(8).hex()
+        receipt = _hex(8)
 
         def op(conn: sqlite3.Connection) -> QueueMessage:
             if conn.execute("SELECT 1 FROM queues WHERE name=?", (name,)).fetchone() is None:
@@ -314,7 +328,7 @@ class SqliteQueueService:
         purge = now - self._last_purge >= PURGE_INTERVAL
         if purge:
             self._last_purge = now
-        nonce = os.urandom(6).hex()
+        nonce = _hex(6)
 
         def op(conn: sqlite3.Connection) -> list[QueueMessage]:
             if conn.execute("SELECT 1 FROM queues WHERE name=?", (name,)).fetchone() is None:
@@ -366,7 +380,7 @@ class SqliteQueueService:
             raise _out_of_range("visibilitytimeout", visibility_timeout)
         now = self._now()
         visible = now + visibility_timeout
-        receipt = os.urandom(8).hex()
+        receipt = _hex(8)
         seq = _seq_of(message_id)
 
         def op(conn: sqlite3.Connection) -> UpdateReceipt:

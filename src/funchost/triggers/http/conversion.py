@@ -20,6 +20,8 @@ from urllib.parse import parse_qsl, quote
 
 from azure.functions.meta import Datum
 
+from funchost.invocation.metadata import LazyMetadata
+
 RawHeaders = Iterable[tuple[bytes, bytes]]
 
 
@@ -123,17 +125,19 @@ def binding_data(request: IncomingRequest, query: Mapping[str, list[str]] | None
     return data
 
 
-def trigger_metadata(data: Mapping[str, Any]) -> dict[str, Datum]:
-    """Binding data as the worker receives it: strings as ``string``, objects as ``json``."""
-    metadata: dict[str, Datum] = {}
-    for name, value in data.items():
-        if value is None:
-            continue  # the host skips null binding data
-        if isinstance(value, (dict, list)):
-            metadata[name] = Datum(json.dumps(value), "json")
-        else:
-            metadata[name] = Datum(_dotnet_string(value), "string")
-    return metadata
+def trigger_metadata(data: Mapping[str, Any]) -> Mapping[str, Datum]:
+    """Binding data as the worker receives it: strings as ``string``, objects as ``json``.
+
+    The Datums (the ``Headers`` and ``Query`` JSON above all) are built when a converter reads
+    them: `func.HttpRequest` parameters never do."""
+    present = {name: value for name, value in data.items() if value is not None}  # the host skips nulls
+    return LazyMetadata(present, metadata_datum)
+
+
+def metadata_datum(value: Any) -> Datum:
+    if isinstance(value, (dict, list)):
+        return Datum(json.dumps(value), "json")
+    return Datum(_dotnet_string(value), "string")
 
 
 # ----------------------------------------------------------------------------------------------

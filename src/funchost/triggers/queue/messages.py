@@ -13,6 +13,7 @@ from azure.functions.meta import Datum
 from funchost.errors import InvalidResourceName
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
+from funchost.invocation.metadata import LazyMetadata
 from funchost.storage.queues import QueueMessage
 from funchost.storage.sqlite.queues import validate_queue_name
 
@@ -65,6 +66,18 @@ def _json_datum(value: Any) -> Datum:
     return Datum(json.dumps(value), "json")
 
 
+_JSON, _TIME, _STRING = "json", "time", "string"
+
+
+def _metadata_datum(entry: tuple[str, Any]) -> Datum:
+    kind, value = entry
+    if kind is _STRING:
+        return Datum(value, "string")
+    if kind is _TIME:
+        return _json_datum(_when(value, MAX_DATETIME_TEXT))
+    return _json_datum(value)
+
+
 def build_request(function: FunctionSpec, message: QueueMessage, body: bytes, queue: str,
                   now: datetime) -> InvocationRequest:
     """The trigger value, metadata and binding data the host gives the worker for one message."""
@@ -78,13 +91,14 @@ def build_request(function: FunctionSpec, message: QueueMessage, body: bytes, qu
     else:
         trigger = Datum(text if text is not None else body.decode("utf-8", errors="replace"), "string")
     inserted = message.insertion_time or now
-    metadata: dict[str, Datum] = {
-        "DequeueCount": _json_datum(message.dequeue_count),
-        "ExpirationTime": _json_datum(_when(message.expiration_time, MAX_DATETIME_TEXT)),
-        "Id": Datum(message.id, "string"),
-        "InsertionTime": _json_datum(_when(inserted, MAX_DATETIME_TEXT)),
-        "NextVisibleTime": _json_datum(_when(message.next_visible_time, MAX_DATETIME_TEXT)),
-        "PopReceipt": Datum(message.pop_receipt or "", "string"),
+    # Built into Datums only if a converter reads them (a `str` or `bytes` parameter does not).
+    raw: dict[str, tuple[str, Any]] = {
+        "DequeueCount": (_JSON, message.dequeue_count),
+        "ExpirationTime": (_TIME, message.expiration_time),
+        "Id": (_STRING, message.id),
+        "InsertionTime": (_TIME, inserted),
+        "NextVisibleTime": (_TIME, message.next_visible_time),
+        "PopReceipt": (_STRING, message.pop_receipt or ""),
     }
     binding_data: dict[str, Any] = {}
     if text is not None:
@@ -97,7 +111,7 @@ def build_request(function: FunctionSpec, message: QueueMessage, body: bytes, qu
         if isinstance(parsed, dict):
             # The JSON body's top-level properties are binding data too (e.g. {name} in a blob path).
             binding_data.update(parsed)
-        metadata["QueueTrigger"] = Datum(text, "string")
+        raw["QueueTrigger"] = (_STRING, text)
         binding_data["QueueTrigger"] = text
     binding_data.update({
         "DequeueCount": message.dequeue_count,
@@ -110,7 +124,7 @@ def build_request(function: FunctionSpec, message: QueueMessage, body: bytes, qu
     return InvocationRequest(
         function=function,
         trigger_value=trigger,
-        trigger_metadata=metadata,
+        trigger_metadata=LazyMetadata(raw, _metadata_datum),
         binding_data=binding_data,
         reason=f"New queue message detected on '{queue}'.",
         details={"MessageId": message.id, "DequeueCount": message.dequeue_count, "InsertedOn": inserted},

@@ -104,13 +104,15 @@ class QueueProcessor:
 
     async def _delete(self, held: _Held) -> None:
         faults = self.runtime.faults
-        await faults.hit("queue.delete.before", queue=self.queue, id=held.message.id)
+        if faults.enabled:
+            await faults.hit("queue.delete.before", queue=self.queue, id=held.message.id)
         try:
             await self.service.delete_message(self.queue, held.message.id, held.pop_receipt)
         except LOST as exc:
             log.debug("delete of message %s on '%s' skipped: %s", held.message.id, self.queue, exc.code)
             return
-        await faults.hit("queue.delete.after", queue=self.queue, id=held.message.id)
+        if faults.enabled:
+            await faults.hit("queue.delete.after", queue=self.queue, id=held.message.id)
 
     async def _release(self, held: _Held) -> None:
         faults = self.runtime.faults

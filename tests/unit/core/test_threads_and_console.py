@@ -1,0 +1,120 @@
+"""The function thread pool, the buffered console handler and lazily built trigger metadata."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import threading
+import time
+
+import pytest
+from azure.functions.meta import Datum
+
+from funchost.invocation.metadata import LazyMetadata
+from funchost.invocation.threads import FunctionThreadPool
+from funchost.logs import FLUSH_INTERVAL, ConsoleHandler, TextFormatter
+
+
+async def test_pool_runs_on_named_threads_and_bounds_concurrency() -> None:
+    pool = FunctionThreadPool(max_workers=2)
+    running, peak, lock = 0, 0, threading.Lock()
+    release = threading.Event()
+
+    def work(n: int) -> tuple[int, str]:
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+        release.wait(5)
+        with lock:
+            running -= 1
+        return n, threading.current_thread().name
+
+    futures = [pool.run(work, n) for n in range(5)]
+    await asyncio.sleep(0.05)
+    assert running == 2  # two workers at most; the rest wait in the queue
+    release.set()
+    results = await asyncio.wait_for(asyncio.gather(*futures), 5)
+    assert [n for n, _ in results] == [0, 1, 2, 3, 4]
+    assert all(name.startswith("function_") for _, name in results)
+    assert peak == 2 and pool.thread_count == 2
+    pool.shutdown()
+
+
+async def test_pool_propagates_exceptions_and_skips_cancelled_calls() -> None:
+    pool = FunctionThreadPool(max_workers=1)
+    gate = threading.Event()
+    ran: list[str] = []
+
+    def blocker() -> None:
+        gate.wait(5)
+
+    def boom() -> None:
+        raise ValueError("from the thread")
+
+    first = pool.run(blocker)
+    skipped = pool.run(lambda: ran.append("should not run"))
+    skipped.cancel()  # cancelled while queued (e.g. a timeout): never executed
+    failing = pool.run(boom)
+    gate.set()
+    await asyncio.wait_for(first, 5)
+    with pytest.raises(ValueError, match="from the thread"):
+        await asyncio.wait_for(failing, 5)
+    assert ran == []
+    pool.shutdown()
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        pool.run(lambda: None)
+
+
+def _record(message: str) -> logging.LogRecord:
+    return logging.LogRecord("funchost.host", logging.INFO, __file__, 1, message, None, None)
+
+
+def test_console_is_line_by_line_on_a_terminal() -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+        flushes = 0
+
+        def flush(self) -> None:
+            Terminal.flushes += 1
+
+    stream = Terminal()
+    handler = ConsoleHandler(stream)
+    handler.setFormatter(TextFormatter())
+    handler.handle(_record("one"))
+    assert not handler.buffered and Terminal.flushes >= 1
+    assert stream.getvalue().endswith("one\n")
+
+
+def test_console_on_a_pipe_flushes_soon_and_on_demand() -> None:
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="utf-8", write_through=False)
+    handler = ConsoleHandler(stream)  # type: ignore[arg-type]
+    handler.setFormatter(TextFormatter())
+    assert handler.buffered
+    handler.handle(_record("buffered line"))
+    deadline = time.monotonic() + 5
+    while b"buffered line" not in raw.getvalue() and time.monotonic() < deadline:
+        time.sleep(FLUSH_INTERVAL / 4)
+    assert b"buffered line" in raw.getvalue()  # written by the flusher thread, not lost
+    handler.handle(_record("second"))
+    handler.flush()  # logging.shutdown() does this at exit
+    assert raw.getvalue().count(b"\n") == 2
+
+
+def test_lazy_metadata_builds_each_datum_once_on_first_read() -> None:
+    built: list[object] = []
+
+    def encode(value: object) -> Datum:
+        built.append(value)
+        return Datum(str(value), "string")
+
+    metadata = LazyMetadata({"DequeueCount": 3, "Id": "abc"}, encode)
+    assert built == [] and len(metadata) == 2 and "Id" in metadata
+    assert metadata["DequeueCount"] == Datum("3", "string")
+    assert metadata["DequeueCount"] is metadata["DequeueCount"]
+    assert built == [3]
+    assert dict(metadata) == {"DequeueCount": Datum("3", "string"), "Id": Datum("abc", "string")}
