@@ -64,7 +64,7 @@ async def watchdog(timer: func.TimerRequest) -> None:
     options = WatchdogOptions(stuck_after_seconds=current.settings.watchdog_stuck_seconds)
     report = await current.db(Watchdog(current.store, options, current.metrics).scan)
     if report.requeued_jobs or report.rescheduled_outbox:
-        current.wakeup.notify()
+        current.dispatcher.notify()
 
 
 # -- queue workers ---------------------------------------------------------------------------------

@@ -57,16 +57,19 @@ async def submit_import(req: func.HttpRequest, pipeline: Pipeline) -> func.HttpR
 
 async def _accept(req: func.HttpRequest, pipeline: Pipeline, principal: Principal, key: str,
                   dto: SubmitImport, blob: BlobReference) -> func.HttpResponse:
+    """Verify the blob, then ONE transaction: the job and its outbox row, or the existing job's
+    answer (AlreadyAccepted / Conflict). A retry whose blob no longer verifies (deleted or
+    replaced since) still gets the answer of the accepted request."""
     scope = IdempotencyScope(principal.tenant_id, ENDPOINT, principal.user_id, key)
     digest = dto.request_hash
-    existing = await pipeline.db(pipeline.store.jobs.get, scope.job_id)
-    if existing is not None:  # a retry: answer without touching the blob again
-        kind = AcceptKind.ALREADY_ACCEPTED if existing.request_hash == digest and \
-            existing.tenant_id == principal.tenant_id else AcceptKind.CONFLICT
-        return _decided(pipeline, kind, scope.job_id, principal)
     try:
         info = await verify(pipeline.blobs, blob, pipeline.settings)
     except BlobInvalid as exc:
+        existing = await pipeline.db(pipeline.store.jobs.get, scope.job_id)
+        if existing is not None:
+            kind = AcceptKind.ALREADY_ACCEPTED if existing.request_hash == digest and \
+                existing.tenant_id == principal.tenant_id else AcceptKind.CONFLICT
+            return _decided(pipeline, kind, scope.job_id, principal)
         raise Rejected(400, "blob_invalid", str(exc)) from None
     pinned = BlobReference(blob.storage_account, blob.container_name, blob.blob_name,
                            blob.etag or info.etag, blob.version_id or info.version_id)

@@ -82,7 +82,7 @@ async def handle(msg: func.QueueMessage, pipeline: Pipeline, work: Work) -> None
         log_event(log, logging.ERROR, "Unexpected job state for a queue message", **fields, Decision=kind.value,
                   State=str(decision.state))
         raise JobStateError(f"job {message.job_id}: {kind.value} (state {decision.state})")
-    job = await pipeline.db(store.jobs.get, message.job_id)
+    job = decision.job or await pipeline.db(store.jobs.get, message.job_id)
     assert job is not None and decision.run_id is not None
     run = Run(pipeline, job, message, decision.run_id, {**fields, "RunId": decision.run_id})
     log_event(log, logging.INFO, "Job started", **run.fields, Attempt=decision.attempts)

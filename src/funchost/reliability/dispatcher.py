@@ -13,7 +13,14 @@ Per row (one failing row never stops the batch):
 Wake-ups: a timer calls `dispatch_once()` (every 10 s in the reference app); `notify()` asks for
 an immediate pass and is safe from any thread. `attach(signal)` subscribes `notify` to a
 `CommitSignal` (by default the process-wide `outbox.after_commit`) so an intake commit in the
-same process triggers a dispatch right away.
+same process triggers a dispatch right away. A woken pass drains the outbox (it repeats while
+batches come back full or more wake-ups arrived) and wake-ups arriving meanwhile are coalesced.
+
+Every wake-up is counted from the `notify()` call until the pass that serves it has finished:
+`idle()` waits for that, and the optional `activity` hook (`enter()` / `exit()`, called once per
+wake-up) lets a host count the work as in flight. Under funchost the default hook is the host's
+activity counter, so the test harness's idle detection sees dispatches started by commits;
+without funchost there is no hook and the dispatcher works the same.
 """
 
 from __future__ import annotations
@@ -23,10 +30,11 @@ import inspect
 import logging
 import os
 import socket
+import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from funchost.reliability import logfields as lf
 from funchost.reliability import metrics as m
@@ -39,6 +47,32 @@ Send = Callable[[str, str], Awaitable[str | None]]
 Prepare = Callable[[OutboxRow], Any]
 
 MAX_QUEUE_MESSAGE_BYTES = 64 * 1024
+
+
+class ActivityHook(Protocol):
+    """Told about every wake-up: `enter()` when it is requested, `exit()` when served."""
+
+    def enter(self) -> None: ...
+
+    def exit(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class CallbackActivity:
+    enter: Callable[[], None]
+    exit: Callable[[], None]
+
+
+def host_activity() -> ActivityHook | None:
+    """The funchost host's in-flight work counter, or None when funchost's runtime is absent."""
+    try:
+        from funchost.runtime.activity import enter_busy, exit_busy
+    except ImportError:  # pragma: no cover - deployed without the funchost host
+        return None
+    return CallbackActivity(enter_busy, exit_busy)
+
+
+_DEFAULT = object()
 
 
 @dataclass(frozen=True)
@@ -68,7 +102,7 @@ def default_dispatcher_id() -> str:
 class OutboxDispatcher:
     def __init__(self, store: Any, send: Send, *, dispatcher_id: str | None = None,
                  options: DispatcherOptions = DispatcherOptions(), prepare: Prepare | None = None,
-                 metrics: m.Metrics | None = None) -> None:
+                 metrics: m.Metrics | None = None, activity: ActivityHook | None | object = _DEFAULT) -> None:
         self.store = store
         self.send = send
         self.dispatcher_id = dispatcher_id or default_dispatcher_id()
@@ -80,6 +114,10 @@ class OutboxDispatcher:
         self._running = False
         self._inflight: asyncio.Task[BatchResult] | None = None
         self._again = False
+        self.activity: ActivityHook | None = host_activity() if activity is _DEFAULT else activity  # type: ignore[assignment]
+        self._count_lock = threading.Lock()
+        self._pending = 0  # wake-ups requested and not yet served (any thread)
+        self._held = 0     # of those, the ones that reached the loop (loop thread only)
 
     # -- one pass --------------------------------------------------------------------------------
 
@@ -175,18 +213,47 @@ class OutboxDispatcher:
         loop = self._loop
         if loop is None or loop.is_closed():
             return
+        self._enter()
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is loop:
             self._on_wake()
-        else:
+            return
+        try:
             loop.call_soon_threadsafe(self._on_wake)
+        except RuntimeError:  # the loop closed meanwhile: nobody will serve this wake-up
+            self._exit(1)
+
+    @property
+    def pending_wakeups(self) -> int:
+        """Wake-ups requested by `notify()` whose pass has not finished yet."""
+        return self._pending
+
+    def _enter(self) -> None:
+        with self._count_lock:
+            self._pending += 1
+        if self.activity is not None:
+            self.activity.enter()
+
+    def _exit(self, count: int) -> None:
+        if count <= 0:
+            return
+        with self._count_lock:
+            self._pending -= count
+        if self.activity is not None:
+            for _ in range(count):
+                self.activity.exit()
+
+    def _release(self, count: int) -> None:
+        self._held -= count
+        self._exit(count)
 
     def _on_wake(self) -> None:
+        self._held += 1
         if self._running and self._wake is not None:
-            self._wake.set()  # `run()` is waiting: cut its wait short
+            self._wake.set()  # `run()` is waiting or mid-pass: it serves this wake-up next
             return
         if self._inflight is not None and not self._inflight.done():
             self._again = True  # coalesce: one more pass after the current one
@@ -194,16 +261,34 @@ class OutboxDispatcher:
         self._inflight = asyncio.get_running_loop().create_task(self._kick())
 
     async def _kick(self) -> BatchResult:
-        result = await self.dispatch_once()
-        while self._again:
-            self._again = False
-            result = await self.dispatch_once()
-        return result
+        """Drain: repeat while batches come back full or wake-ups arrived during a pass."""
+        result = BatchResult()
+        try:
+            while True:
+                self._again = False
+                served = self._held
+                try:
+                    result = await self.dispatch_once()
+                except Exception as exc:  # noqa: BLE001 - the timer retries; the store may be briefly unavailable
+                    log_event(log, logging.ERROR, "Outbox dispatch pass failed",
+                              DispatcherId=self.dispatcher_id, Error=short_error(exc))
+                    result = BatchResult()
+                self._release(served)
+                if not self._again and result.leased < self.options.batch_size:
+                    return result
+        finally:
+            self._release(self._held)
 
     async def idle(self) -> None:
-        """Wait until a pass started by `notify()` has finished (tests, shutdown)."""
-        while self._inflight is not None and not self._inflight.done():
-            await asyncio.wait({self._inflight})
+        """Wait until every wake-up requested so far has been served (tests, shutdown)."""
+        while True:
+            task = self._inflight
+            if task is not None and not task.done():
+                await asyncio.wait({task})
+            elif self._pending > 0 and self._loop is not None and not self._loop.is_closed():
+                await asyncio.sleep(0)  # a wake-up is on its way to the loop, or `run()` serves it
+            else:
+                return
 
     async def run(self, stop: asyncio.Event, clock: Any = None) -> None:
         """Dispatch until `stop` is set: a full batch repeats at once, otherwise wait for
@@ -218,18 +303,21 @@ class OutboxDispatcher:
         try:
             while not stop.is_set():
                 self._wake.clear()
+                served = self._held
                 try:
                     result = await self.dispatch_once()
                 except Exception as exc:  # noqa: BLE001 - the store may be briefly unavailable
                     log_event(log, logging.ERROR, "Outbox dispatch pass failed",
                               DispatcherId=self.dispatcher_id, Error=short_error(exc))
                     result = BatchResult()
+                self._release(served)
                 if result.leased >= self.options.batch_size or stop.is_set():
                     continue
                 await clock.wait(self._wake, self.options.interval_seconds)
         finally:
             relay.cancel()
             self._running = False
+            self._release(self._held)  # wake-ups that arrived after the last pass: stopping
 
     @staticmethod
     async def _relay_stop(stop: asyncio.Event, wake: asyncio.Event) -> None:

@@ -51,22 +51,27 @@ class EffectRecord:
     result: Any
 
 
+def _record(row: Any) -> EffectRecord | None:
+    if row is None:
+        return None
+    result = json.loads(row["result"]) if row["result"] is not None else None
+    return EffectRecord(row["job_id"], row["operation"], row["idempotency_key"], row["state"],
+                        int(row["attempts"]), result)
+
+
 class EffectLog:
     def __init__(self, db: Database, now: Callable[[], datetime]) -> None:
         self._db = db
         self._now = now
 
     def get(self, job_id: str, operation: str) -> EffectRecord | None:
-        with self._db.transaction() as tx:
+        with self._db.read() as tx:
             row = tx.one("SELECT * FROM effects WHERE job_id = ? AND operation = ?", (job_id, operation))
-        if row is None:
-            return None
-        result = json.loads(row["result"]) if row["result"] is not None else None
-        return EffectRecord(row["job_id"], row["operation"], row["idempotency_key"], row["state"],
-                            int(row["attempts"]), result)
+        return _record(row)
 
     def begin(self, job_id: str, operation: str) -> EffectRecord | None:
-        """Record an attempt. Returns the Done record when the effect already happened."""
+        """Record an attempt (one transaction). Returns the Done record when the effect already
+        happened."""
         key = effect_key(job_id, operation)
         now = self._now()
         with self._db.transaction() as tx:
@@ -79,7 +84,7 @@ class EffectLog:
                 "UPDATE effects SET attempts = attempts + 1 WHERE job_id = ? AND operation = ? AND state = ?",
                 (job_id, operation, STARTED),
             )
-        record = self.get(job_id, operation)
+            record = _record(tx.one("SELECT * FROM effects WHERE job_id = ? AND operation = ?", (job_id, operation)))
         return record if record is not None and record.state == DONE else None
 
     def complete(self, job_id: str, operation: str, result: Any = None) -> None:
@@ -130,11 +135,11 @@ class RowSink:
         return inserted
 
     def count(self, job_id: str) -> int:
-        with self._db.transaction() as tx:
+        with self._db.read() as tx:
             row = tx.one("SELECT COUNT(*) AS n FROM job_rows WHERE job_id = ?", (job_id,))
         return int(row["n"]) if row else 0
 
     def read(self, job_id: str) -> list[tuple[int, Any]]:
-        with self._db.transaction() as tx:
+        with self._db.read() as tx:
             rows = tx.all("SELECT row_no, data FROM job_rows WHERE job_id = ? ORDER BY row_no", (job_id,))
         return [(int(r["row_no"]), json.loads(r["data"]) if r["data"] is not None else None) for r in rows]

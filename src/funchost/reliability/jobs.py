@@ -127,18 +127,18 @@ class JobRepository:
         self._db = db
 
     def get(self, job_id: str) -> Job | None:
-        with self._db.transaction() as tx:
+        with self._db.read() as tx:
             row = tx.one("SELECT * FROM jobs WHERE job_id = ?", (job_id,))
         return job_from_row(row) if row else None
 
     def get_for_tenant(self, job_id: str, tenant_id: str) -> Job | None:
         """The job only when it belongs to `tenant_id` (another tenant's job reads as missing)."""
-        with self._db.transaction() as tx:
+        with self._db.read() as tx:
             row = tx.one("SELECT * FROM jobs WHERE job_id = ? AND tenant_id = ?", (job_id, tenant_id))
         return job_from_row(row) if row else None
 
     def count_by_state(self) -> dict[str, int]:
-        with self._db.transaction() as tx:
+        with self._db.read() as tx:
             rows = tx.all("SELECT state, COUNT(*) AS n FROM jobs GROUP BY state")
         counts = {s.value: 0 for s in JobState}
         counts.update({r["state"]: int(r["n"]) for r in rows})
@@ -146,7 +146,7 @@ class JobRepository:
 
     def expired_leases(self, now: datetime, limit: int = 100) -> list[Job]:
         """Processing jobs whose lease deadline has passed (their runner is gone)."""
-        with self._db.transaction() as tx:
+        with self._db.read() as tx:
             rows = tx.all(
                 "SELECT * FROM jobs WHERE state = ? AND lease_until <= ? ORDER BY lease_until LIMIT ?",
                 (JobState.PROCESSING.value, now, limit),
@@ -154,7 +154,7 @@ class JobRepository:
         return [job_from_row(r) for r in rows]
 
     def count_expired_leases(self, now: datetime) -> int:
-        with self._db.transaction() as tx:
+        with self._db.read() as tx:
             row = tx.one("SELECT COUNT(*) AS n FROM jobs WHERE state = ? AND lease_until <= ?",
                          (JobState.PROCESSING.value, now))
         return int(row["n"]) if row else 0

@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from funchost.reliability.jobs import ACQUIRABLE_STATES, JobState
+from funchost.reliability.jobs import ACQUIRABLE_STATES, Job, JobState, job_from_row
 from funchost.reliability.store.db import Database, Row, Tx, to_dt
 
 
@@ -73,6 +73,7 @@ class ProcessingDecision:
     state: JobState | str | None = None
     attempts: int = 0
     retry_after: float | None = None
+    job: Job | None = field(default=None, compare=False, repr=False)  # the row as acquired
 
     @property
     def acquired(self) -> bool:
@@ -109,12 +110,13 @@ class LeaseRepository:
             " attempts = attempts + 1, updated_at = ?"
             f" WHERE job_id = ? AND (state IN ({_ACQUIRABLE})"
             " OR (state = ? AND (lease_until IS NULL OR lease_until <= ?)))"
-            " RETURNING attempts",
+            " RETURNING *",
             (_PROCESSING, run_id, until, now, now, job_id, _PROCESSING, now),
         )
         if row is None:
             return None
-        return ProcessingDecision(DecisionKind.ACQUIRED, job_id, run_id, until, JobState.PROCESSING, int(row["attempts"]))
+        return ProcessingDecision(DecisionKind.ACQUIRED, job_id, run_id, until, JobState.PROCESSING,
+                                  int(row["attempts"]), job=job_from_row(row))
 
     def renew(self, job_id: str, run_id: str, lease_seconds: float) -> datetime | None:
         """Extend the lease of the run that owns the job (and record a heartbeat).

@@ -230,19 +230,19 @@ class OutboxRepository:
             return own.execute(sql, params) == 1
 
     def get(self, outbox_id: str) -> OutboxRow | None:
-        with self._db.transaction() as tx:
+        with self._db.read() as tx:
             row = tx.one("SELECT * FROM outbox WHERE outbox_id = ?", (outbox_id,))
         return OutboxRow.from_row(row) if row else None
 
     def for_job(self, job_id: str) -> list[OutboxRow]:
-        with self._db.transaction() as tx:
+        with self._db.read() as tx:
             rows = tx.all("SELECT * FROM outbox WHERE job_id = ? ORDER BY created_at, outbox_id", (job_id,))
         return [OutboxRow.from_row(r) for r in rows]
 
     def stats(self) -> dict[str, float]:
         """Counts per open state and the age in seconds of the oldest open row."""
         now = self._now()
-        with self._db.transaction() as tx:
+        with self._db.read() as tx:
             rows = tx.all(
                 f"SELECT state, COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox"
                 f" WHERE state IN ({_OPEN}) GROUP BY state"

@@ -213,6 +213,20 @@ async def test_the_job_pins_the_verified_etag(pipeline: Pipeline) -> None:
     assert job is not None and job.blob is not None and job.blob.etag == props.etag.strip('"')
 
 
+async def test_a_retry_gets_its_answer_even_when_the_blob_no_longer_verifies(pipeline: Pipeline) -> None:
+    props = await pipeline.upload("tenant-a/in/file.csv")
+    body = {**BODY, "eTag": props.etag}
+    job_id = (await pipeline.submit(body, key="retry")).json()["jobId"]
+    await pipeline.upload("tenant-a/in/file.csv", CSV_OK + b"C003,1.00,EUR\n")  # replaced: new eTag
+    again = await pipeline.submit(body, key="retry")
+    assert again.status_code == 202 and again.json()["jobId"] == job_id
+    other = await pipeline.submit({**BODY, "blobName": "tenant-a/in/missing.csv"}, key="retry")
+    assert other.status_code == 409
+    fresh = await pipeline.submit(body, key="retry-new")  # a new key still meets the verification
+    assert fresh.status_code == 400 and "eTag" in fresh.json()["error"]
+    assert len(_outbox_rows(pipeline, job_id)) == 1
+
+
 async def test_status_is_tenant_scoped(pipeline: Pipeline) -> None:
     await _ready(pipeline)
     job_id = (await pipeline.submit(BODY, key="k-5")).json()["jobId"]

@@ -188,3 +188,52 @@ async def test_run_loop_is_woken_by_notify_and_stops(store):
     assert queue.sent
     stop.set()
     await asyncio.wait_for(task, 5)
+
+
+class CountingActivity:
+    def __init__(self):
+        self.entered = 0
+        self.exited = 0
+
+    def enter(self):
+        self.entered += 1
+
+    def exit(self):
+        self.exited += 1
+
+
+async def test_wakeups_are_reported_to_the_activity_hook_until_their_pass_is_done(store):
+    queue = FakeQueue()
+    activity = CountingActivity()
+    d = OutboxDispatcher(store, queue.send, dispatcher_id="d1", metrics=Metrics(), activity=activity)
+    d.attach(store.signal)
+    await asyncio.gather(*(asyncio.to_thread(add, store, f"j{i}") for i in range(3)))  # commits on threads
+    assert activity.entered == 3 and d.pending_wakeups >= 1  # requested, not all served yet
+    await d.idle()
+    assert len(queue.sent) == 3 and d.pending_wakeups == 0
+    assert activity.exited == activity.entered == 3
+
+
+async def test_a_woken_pass_drains_more_than_one_batch(store):
+    queue = FakeQueue()
+    for i in range(5):
+        add(store, f"j{i}")
+    d = OutboxDispatcher(store, queue.send, dispatcher_id="d1", metrics=Metrics(), activity=None,
+                         options=DispatcherOptions(batch_size=2))
+    d.attach(store.signal)
+    d.notify()
+    await d.idle()
+    assert len(queue.sent) == 5 and d.pending_wakeups == 0
+
+
+async def test_the_default_hook_is_the_host_activity_counter(store):
+    from funchost.runtime import activity
+
+    queue = FakeQueue()
+    d = dispatcher(store, queue)
+    d.attach(store.signal)
+    before = activity.in_flight()
+    await asyncio.to_thread(add, store, "j1")
+    assert activity.in_flight() == before + 1  # counted while the pass is pending
+    await d.idle()
+    assert activity.in_flight() == before and queue.sent

@@ -28,6 +28,7 @@ def test_enqueued_is_acquired_with_run_id_and_deadline(store, now):
     assert (d.lease_until - now()).total_seconds() == 600
     job = store.jobs.get(job_id)
     assert job.state is JobState.PROCESSING and job.run_id == d.run_id and job.lease_until == d.lease_until
+    assert d.job == job  # the acquired row comes back with the decision: no second read needed
 
 
 def test_retryable_failed_is_acquired_again(store):

@@ -43,6 +43,12 @@ class Database(ABC):
     def transaction(self) -> AbstractContextManager[Tx]:
         """A write transaction: committed on normal exit, rolled back on exception."""
 
+    def read(self) -> AbstractContextManager[Tx]:
+        """A read-only unit of work. The default is a write transaction; a dialect whose readers
+        need no write lock (SQLite WAL, PostgreSQL autocommit) overrides it. Inside an open
+        `transaction()` on the same thread it joins that transaction."""
+        return self.transaction()
+
     @abstractmethod
     def close(self) -> None: ...
 

@@ -112,6 +112,11 @@ class PostgresDatabase(Database):
         finally:
             self._local.depth = 0
 
+    @contextmanager
+    def read(self) -> Iterator[_PgTx]:
+        """Reads in autocommit mode: one round trip per statement, no BEGIN/COMMIT."""
+        yield _PgTx(self._connect())
+
     def close(self) -> None:
         self._closed = True
         with self._lock:
