@@ -124,26 +124,31 @@ FLUSH_INTERVAL = 0.1  # seconds a console line may wait in the buffer when stdou
 
 class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """Line by line on a terminal. On a pipe or a file, lines go to the stream's buffer and are
-    flushed at most FLUSH_INTERVAL later by a small thread (and at exit, by logging's shutdown
-    flush), so a busy host does not pay one write system call per line."""
+    flushed at most FLUSH_INTERVAL later by a small thread (and at exit), so a busy host does not
+    pay one write system call per line.
+
+    The flusher is not a daemon: a daemon thread caught inside stdout's lock while the
+    interpreter finalizes aborts the process. It is told to finish (after a last flush) from
+    `threading`'s exit hooks, which run before the interpreter waits for threads.
+    """
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__(stream)
         self.buffered = not _is_terminal(stream)
         self._dirty = False
         self._wake = threading.Event()
+        self._closing = False
         self._flusher: threading.Thread | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             self.stream.write(self.format(record) + self.terminator)
-            if not self.buffered:
+            if not self.buffered or self._closing:
                 self.stream.flush()
             elif not self._dirty:
                 self._dirty = True
                 if self._flusher is None:
-                    self._flusher = threading.Thread(target=self._flush_soon, name="console-flush", daemon=True)
-                    self._flusher.start()
+                    self._start_flusher()
                 self._wake.set()
         except RecursionError:
             raise
@@ -155,15 +160,43 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self._dirty = False
             super().flush()
 
+    def close(self) -> None:
+        self._stop_flusher()
+        super().close()
+
+    def _start_flusher(self) -> None:
+        self._flusher = threading.Thread(target=self._flush_soon, name="console-flush")
+        self._flusher.start()
+        _flushers_to_stop.append(self)
+
+    def _stop_flusher(self) -> None:
+        self._closing = True
+        self._wake.set()
+        flusher = self._flusher
+        if flusher is not None and flusher is not threading.current_thread():
+            flusher.join(timeout=2)
+
     def _flush_soon(self) -> None:
-        while True:
+        while not self._closing:
             self._wake.wait()
             self._wake.clear()
-            time.sleep(FLUSH_INTERVAL)
+            if not self._closing:
+                time.sleep(FLUSH_INTERVAL)
             try:
                 self.flush()
-            except (OSError, ValueError):  # stream closed under us (interpreter exit)
+            except (OSError, ValueError):  # the stream was closed under us
                 return
+
+
+_flushers_to_stop: list[ConsoleHandler] = []
+
+
+def _stop_all_flushers() -> None:
+    for handler in list(_flushers_to_stop):
+        handler._stop_flusher()
+
+
+threading._register_atexit(_stop_all_flushers)  # type: ignore[attr-defined]
 
 
 def _is_terminal(stream: TextIO) -> bool:
@@ -185,6 +218,7 @@ def configure(output: str = "text", levels: Mapping[str, str] | None = None,
         if existing.get_name() == "funchost-console":
             root.removeHandler(existing)
             existing.flush()
+            existing.close()  # stops its flusher thread; the stream itself stays open
     root.addHandler(handler)
     root.setLevel(logging.DEBUG)
     # Console lines never show the caller's file/line or thread: skip collecting them (the
