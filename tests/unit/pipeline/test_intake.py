@@ -98,7 +98,7 @@ async def test_a_client_chosen_tenant_header_is_not_trusted(pipeline: Pipeline) 
     assert response.status_code == 401
 
 
-@pytest.mark.parametrize("bearer", ["", "Bearer", "Bearer not-a-jwt", f"Bearer {token(secret='wrong-secret-0123456789')}",
+@pytest.mark.parametrize("bearer", ["", "Bearer", "Bearer not-a-jwt", f"Bearer {token(secret='wrong-secret-0123456789-abcdefghij')}",
                                     f"Bearer {token(lifetime=-60)}", f"Bearer {token(tenant='')}"])
 async def test_missing_or_invalid_identity_is_401(pipeline: Pipeline, bearer: str) -> None:
     response = await pipeline.host.http("POST", "/api/imports", key="master", json=BODY,
