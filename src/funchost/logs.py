@@ -161,7 +161,10 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
             super().flush()
 
     def close(self) -> None:
-        self._stop_flusher()
+        # Only signal: logging.shutdown() calls close() holding this handler's lock, which the
+        # flusher needs to finish, so joining here would wait out the timeout.
+        self._closing = True
+        self._wake.set()
         super().close()
 
     def _start_flusher(self) -> None:

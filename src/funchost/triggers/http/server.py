@@ -40,6 +40,7 @@ class HttpServer:
     async def start(self) -> None:
         config = uvicorn.Config(
             self.app, host=self.host, port=self.port, lifespan="off", log_level="warning",
+            log_config=None,  # funchost configures logging; dictConfig would close its handlers
             access_log=False, server_header=False, date_header=True,
         )
         if not config.loaded:
