@@ -19,6 +19,7 @@ from pathlib import Path
 
 import httpx
 import jwt
+from sample_files import tiny_pdf  # next to this script
 
 APP = Path(__file__).resolve().parent
 MASTER_KEY = "demo-master-key"
@@ -27,25 +28,6 @@ CLI = [sys.executable, "-c", "import sys; from funchost.cli import main; sys.exi
 TIMEOUT = 60.0
 CSV_OK = b"customerId,amount,currency\nC001,120.00,EUR\nC002,80.50,EUR\nC003,15,EUR\n"
 CSV_BAD = b"customerId,amount\nC001,12\nZ999,abc\n"
-
-
-def tiny_pdf(text: str) -> bytes:
-    """A one-page PDF whose text layer holds `text`."""
-    stream = f"BT /F1 18 Tf 40 100 Td ({text}) Tj ET".encode("ascii")
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 144] /Contents 4 0 R"
-               b" /Resources << /Font << /F1 5 0 R >> >> >>",
-               b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream",
-               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return bytes(out)
 
 
 class Demo:

@@ -9,6 +9,6 @@ The pytest plugin (registered automatically) provides the `funchost_app` factory
 `manual_clock`. See the README section "Testing your app".
 """
 
-from funchost.testing.harness import HostHarness, write_app
+from funchost.testing.harness import HostHarness, settle, write_app
 
-__all__ = ["HostHarness", "write_app"]
+__all__ = ["HostHarness", "settle", "write_app"]

@@ -42,6 +42,24 @@ def write_app(folder: Path, code: str, *, host_json: Mapping[str, Any] | None = 
     return folder
 
 
+async def settle(timeout: float = 10.0) -> None:
+    """Until no storage work is in flight (bounded real time).
+
+    For tests that drive a listener or store directly on a ManualClock, without a harness:
+    `await clock.advance(seconds, settle=settle)`.
+    """
+    started = time.monotonic()
+    stable = 0
+    while stable < 3 and time.monotonic() - started < timeout:
+        for _ in range(5):
+            await asyncio.sleep(0)
+        if activity.in_flight() == 0:
+            stable += 1
+        else:
+            stable = 0
+            await asyncio.sleep(0.001)
+
+
 class HostHarness:
     """A host running in this process and event loop, driven by a `ManualClock`.
 

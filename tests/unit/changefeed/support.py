@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,27 +13,13 @@ from funchost.clock import ManualClock
 from funchost.documents.aio import CosmosClient
 from funchost.indexing.spec import BindingSpec, FunctionSpec
 from funchost.invocation.contracts import InvocationRequest, InvocationResult
-from funchost.runtime import activity
 from funchost.runtime.contracts import Runtime
 from funchost.settings.app_settings import AppSettings
 from funchost.settings.host_json import parse_host_json
 from funchost.storage.backend import EmbeddedStorage
+from funchost.testing import settle  # noqa: F401  (re-exported for the tests here)
 from funchost.triggers.changefeed import SUPPORT
 from funchost.triggers.changefeed.listener import ChangeFeedListener
-
-
-async def settle() -> None:
-    """Until no storage call is in flight (bounded real time)."""
-    started = time.monotonic()
-    stable = 0
-    while stable < 3 and time.monotonic() - started < 10:
-        for _ in range(5):
-            await asyncio.sleep(0)
-        if activity.in_flight() == 0:
-            stable += 1
-        else:
-            stable = 0
-            await asyncio.sleep(0.001)
 
 
 @dataclass

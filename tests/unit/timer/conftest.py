@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -14,24 +12,12 @@ import pytest
 from funchost.clock import ManualClock
 from funchost.indexing.spec import BindingSpec, FunctionSpec
 from funchost.invocation.contracts import InvocationRequest, InvocationResult
-from funchost.runtime import activity
 from funchost.storage.sqlite.blobs import SqliteBlobService
+from funchost.testing import settle  # noqa: F401  (re-exported for the tests here)
 
 START = datetime(2025, 1, 6, 10, 0, 0, tzinfo=timezone.utc)  # a Monday
 
 
-async def settle() -> None:
-    """Until no storage work is in flight (the SQLite thread hops are real), bounded."""
-    deadline = time.monotonic() + 10
-    stable = 0
-    while stable < 3 and time.monotonic() < deadline:
-        for _ in range(5):
-            await asyncio.sleep(0)
-        if activity.in_flight() == 0:
-            stable += 1
-        else:
-            stable = 0
-            await asyncio.sleep(0.001)
 
 
 async def advance(clock: ManualClock, seconds: float) -> None:
