@@ -18,6 +18,7 @@ from typing import Any
 
 from funchost.errors import ConfigError
 from funchost.settings.sections import SectionReader
+from funchost.settings.timespan import parse_timespan
 
 FILE_NAME = "host.json"
 log = logging.getLogger("funchost.config")
@@ -135,8 +136,14 @@ def _function_timeout(reader: SectionReader) -> float | None:
     value = reader.raw("functionTimeout")
     if value is None:
         return DEFAULT_FUNCTION_TIMEOUT
-    if isinstance(value, str) and value.strip() in ("-1", "-1.00:00:00"):
-        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)  # .NET configuration reads JSON numbers as strings
+    if isinstance(value, str):
+        try:
+            if parse_timespan(value) == -86400.0:  # TimeSpan -1 day ("-1", "-1.00:00:00") = infinite
+                return None
+        except ValueError:
+            pass
     seconds = reader.timespan("functionTimeout", DEFAULT_FUNCTION_TIMEOUT, minimum=1)
     return seconds
 

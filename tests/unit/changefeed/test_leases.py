@@ -218,3 +218,37 @@ async def test_create_lease_container_if_not_exists_creates_it(tmp_path: Path, c
     store = runtime.storage.documents("CosmosDB")
     info = store.run_sync(lambda c: store.get_container(c, "db", "myleases"))
     assert info.partition_key_path == "/id" and info.default_ttl == -1
+
+
+async def test_stop_waits_for_the_batch_in_flight_on_a_lost_lease(tmp_path: Path, clock) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    release = asyncio.Event()
+    started = asyncio.Event()
+
+    class SlowInvoker(FakeInvoker):
+        async def invoke(self, request):  # type: ignore[no-untyped-def]
+            started.set()
+            await release.wait()
+            return await super().invoke(request)
+
+    runtime = make_runtime(tmp_path, clock, SlowInvoker())
+    items = await make_containers(runtime, partitions=1)
+    a = listener(trigger_function(startFromBeginning=True), runtime)
+    await items.upsert_item({"id": "1", "pk": "k"})
+    await a.start()
+    await settle()
+    assert started.is_set() and len(a.processors) == 1
+    (token,) = a.processors
+    assert a.leases is not None
+    server = await a.leases.read(a.leases.lease_id(token))
+    assert server is not None
+    await a.leases.container.replace_item(server.id, {**server.to_doc(), "Owner": "someone-else"})
+    await clock.advance(9, settle)  # the renewal finds the lease taken: processing stops
+    assert not a.processors
+    stopping = asyncio.ensure_future(a.stop())
+    await settle()
+    assert not stopping.done()  # the invocation in flight is still running
+    release.set()
+    await stopping
+    assert runtime.invoker.ids() == ["1"]

@@ -57,6 +57,9 @@ def test_host_json_timeout_and_known_keys_warn_once(caplog: pytest.LogCaptureFix
     assert len(options.warnings) == 2
     assert any("extensionBundle" in w for w in options.warnings)
     assert parse_host_json({"version": "2.0", "functionTimeout": "-1"}).function_timeout is None
+    # infinite is any TimeSpan equal to -1 day, as the host compares it; a JSON number too
+    for infinite in (-1, "-1:00:00:00", "-1.0:0:0"):
+        assert parse_host_json({"version": "2.0", "functionTimeout": infinite}).function_timeout is None
     with pytest.raises(ConfigError, match="at least 1"):
         parse_host_json({"version": "2.0", "functionTimeout": "00:00:00"})
 

@@ -69,6 +69,15 @@ async def test_function_level_needs_a_function_or_master_key(make_runtime, funct
         assert (await client.get("/api/secure?code=fnkey", headers={"x-functions-key": "bad"})).status_code == 401
 
 
+
+async def test_key_extraction_follows_the_host_header_first_code_case_insensitive(make_runtime, function_factory, keys):
+    runtime = make_runtime([function_factory("secure", auth_level="FUNCTION")])
+    async with client_for(runtime, keys) as client:
+        # query names are case-insensitive on ASP.NET
+        assert (await client.get("/api/secure?CODE=hostkey")).status_code == 200
+        # a present but empty header still wins: the code query value is not consulted
+        assert (await client.get("/api/secure?code=hostkey", headers={"x-functions-key": ""})).status_code == 401
+
 async def test_admin_level_needs_the_master_key(make_runtime, function_factory, keys):
     runtime = make_runtime([function_factory("ops", auth_level="ADMIN")])
     async with client_for(runtime, keys) as client:
@@ -187,3 +196,36 @@ async def test_function_keys_endpoint_is_master_only(make_runtime, function_fact
         response = await client.get("/admin/functions/secure/keys?code=master")
         assert response.json() == {"keys": [{"name": "default", "value": "fnkey"}]}
         assert (await client.get("/admin/functions/nope/keys?code=master")).status_code == 404
+
+
+async def test_admin_routes_are_case_insensitive(make_runtime, function_factory, keys):
+    runtime = make_runtime([function_factory("secure")])
+    runtime.services["host.status"] = lambda: {"id": "h", "state": "Running"}
+    async with client_for(runtime, keys) as client:
+        assert (await client.get("/Admin/Host/Status?code=master")).json() == {"id": "h", "state": "Running"}
+        response = await client.get("/ADMIN/Functions/Secure/Keys?code=master")
+        assert response.json() == {"keys": [{"name": "default", "value": "fnkey"}]}
+        assert (await client.get("/Admin/Host/Ping")).status_code == 200
+
+
+@pytest.mark.parametrize("status", [204, 304])
+async def test_no_content_statuses_never_send_a_body(make_runtime, function_factory, invoker, keys, status):
+    runtime = make_runtime([function_factory("empty")])
+    datum = HttpResponseConverter.encode(func.HttpResponse("leak", status_code=status), expected_type=func.HttpResponse)
+    invoker.respond = lambda r: InvocationResult(r.invocation_id, r.function.name, True, outputs={"$return": datum})
+    sent: list[dict] = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    app = create_asgi_app(runtime, keys)
+    await app({"type": "http", "method": "GET", "path": "/api/empty", "raw_path": b"/api/empty",
+               "query_string": b"", "headers": [(b"host", b"localhost")]}, receive, send)
+    start, body = sent
+    assert start["status"] == status
+    # a body (or a non-zero Content-Length) after a 204/304 would corrupt the keep-alive stream
+    assert body["body"] == b""
+    assert all(name != b"content-length" or value == b"0" for name, value in start["headers"])

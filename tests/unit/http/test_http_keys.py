@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from funchost.errors import ConfigError
 from funchost.triggers.http import keys as keys_module
 from funchost.triggers.http.keys import AuthLevel, KeyMatch, KeyStore, authorized, presented_key
 
@@ -83,6 +84,8 @@ def test_header_wins_over_code_query() -> None:
     assert presented_key({"x-functions-key": "h"}, {"code": "q"}) == "h"
     assert presented_key({}, {"code": "q"}) == "q"
     assert presented_key({}, {}) is None
+    assert presented_key({}, {"CODE": "q"}) == "q"
+    assert presented_key({"x-functions-key": ""}, {"code": "q"}) is None  # the empty header still wins
 
 
 def test_authorization_rules() -> None:
@@ -96,3 +99,16 @@ def test_authorization_rules() -> None:
     assert authorized("system", system, "eventgrid_extension")
     assert not authorized("system", system, "other_extension")
     assert authorized("system", admin, "eventgrid_extension")
+
+
+@pytest.mark.parametrize("content", ["{bad", "[]"])
+def test_a_damaged_key_file_is_a_config_error_naming_it(tmp_path, content) -> None:
+    keys_dir = tmp_path / "keys"
+    keys_dir.mkdir()
+    (keys_dir / "host.json").write_text(content)
+    with pytest.raises(ConfigError, match="host.json"):
+        KeyStore.load_or_create(tmp_path, {}, ["hello"])
+    (keys_dir / "host.json").unlink()
+    (keys_dir / "hello.json").write_text(content)
+    with pytest.raises(ConfigError, match="hello.json"):
+        KeyStore.load_or_create(tmp_path, {}, ["hello"])

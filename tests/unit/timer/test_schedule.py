@@ -94,6 +94,13 @@ def test_use_monitor_is_switched_off_for_sub_minute_schedules(schedule: str, req
     assert effective_use_monitor(parse_schedule(schedule), requested, now) is expected
 
 
+@pytest.mark.parametrize("schedule", ["0,30 5 * * * *", "*/10 * 10 * * *"])
+def test_use_monitor_stays_on_when_a_field_after_seconds_is_restricted(schedule: str) -> None:
+    # Twice within the next minute from 10:04:50, but minute/hour are not '*': the host keeps it.
+    now = datetime(2025, 1, 1, 10, 4, 50, tzinfo=timezone.utc)
+    assert effective_use_monitor(parse_schedule(schedule), None, now) is True
+
+
 def test_time_zone_from_settings() -> None:
     assert resolve_time_zone({}) is UTC
     assert resolve_time_zone({"WEBSITE_TIME_ZONE": "W. Europe Standard Time"}) == BERLIN

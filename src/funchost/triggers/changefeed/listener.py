@@ -60,6 +60,7 @@ class ChangeFeedListener:
         self._task: asyncio.Task[None] | None = None
         self._unsubscribe: Any = None
         self._stopping = False
+        self._closing: set[asyncio.Task[None]] = set()  # processors of lost leases, still finishing
 
     # -- start -------------------------------------------------------------------------------------
 
@@ -153,7 +154,9 @@ class ChangeFeedListener:
     def _lost(self, token: str) -> None:
         processor = self.processors.pop(token, None)
         if processor is not None:
-            asyncio.get_running_loop().create_task(processor.stop(release=False), name=f"lease-lost:{token}")
+            task = asyncio.get_running_loop().create_task(processor.stop(release=False), name=f"lease-lost:{token}")
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
 
     def _notify_all(self) -> None:
         for processor in list(self.processors.values()):
@@ -175,5 +178,5 @@ class ChangeFeedListener:
             await asyncio.gather(self._task, return_exceptions=True)
         processors = list(self.processors.values())
         self.processors.clear()
-        await asyncio.gather(*(p.stop(release=True) for p in processors), return_exceptions=True)
+        await asyncio.gather(*(p.stop(release=True) for p in processors), *self._closing, return_exceptions=True)
         log.debug("Stopped the listener for %s.", self._details())

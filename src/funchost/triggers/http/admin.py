@@ -56,7 +56,8 @@ class AdminApi:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, caller: KeyMatch) -> None:
         method = scope["method"]
-        parts = [p for p in scope["path"].split("/") if p]
+        # ASP.NET routes are case-insensitive (function names are looked up case-insensitively).
+        parts = [p for p in scope["path"].lower().split("/") if p]
         if parts == ["admin", "host", "ping"] and method in ("GET", "POST"):
             await respond(send, 200)
             return

@@ -114,13 +114,16 @@ class FunctionsApp:
         return wrapped
 
     def _caller(self, scope: Scope, function_name: str | None) -> KeyMatch:
+        # The header wins even when empty; else the first `code` value (query names are
+        # case-insensitive), as the host's AuthenticationLevelHandler reads them.
         presented = None
         for name, value in scope.get("headers", ()):
-            if name == b"x-functions-key" and value:
+            if name == b"x-functions-key":
                 presented = value.decode("latin-1")
                 break
         if presented is None and scope.get("query_string"):
-            codes = conversion.query_values(scope["query_string"].decode("latin-1")).get("code")
+            query = conversion.query_values(scope["query_string"].decode("latin-1"))
+            codes = next((values for name, values in query.items() if name.lower() == "code"), None)
             presented = codes[0] if codes else None
         if not presented:
             return _ANONYMOUS

@@ -13,6 +13,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 DEFAULT_BODY_LIMIT = 104_857_600  # 100 MB, FUNCTIONS_REQUEST_BODY_SIZE_LIMIT overrides
+NO_BODY_STATUSES = frozenset({204, 205, 304})  # responses that carry no content (Kestrel refuses a body)
 
 
 class BodyTooLarge(Exception):
@@ -65,7 +66,10 @@ async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
 async def respond(send: Send, status: int, body: bytes = b"",
                   headers: list[tuple[bytes, bytes]] | None = None) -> None:
     all_headers = list(headers or ())
-    all_headers.append((b"content-length", str(len(body)).encode()))
+    if status in NO_BODY_STATUSES:
+        body = b""  # the server would write it after the headers and corrupt the connection
+    else:
+        all_headers.append((b"content-length", str(len(body)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": all_headers})
     await send({"type": "http.response.body", "body": body})
 

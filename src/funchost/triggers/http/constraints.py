@@ -15,9 +15,9 @@ from funchost.errors import ConfigError
 
 Check = Callable[[str], bool]
 
-_INT_RE = re.compile(r"^\s*[+-]?\d+\s*$")
-_DECIMAL_RE = re.compile(r"^\s*[+-]?(?=[\d,]*\.?\d)[\d,]*(?:\.\d*)?\s*$")
-_FLOAT_RE = re.compile(r"^\s*[+-]?(?=[\d,]*\.?\d)[\d,]*(?:\.\d*)?(?:[eE][+-]?\d+)?\s*$")
+_INT_RE = re.compile(r"^\s*[+-]?\d+\s*$", re.ASCII)  # .NET parses ASCII digits only
+_DECIMAL_RE = re.compile(r"^\s*[+-]?(?=[\d,]*\.?\d)[\d,]*(?:\.\d*)?\s*$", re.ASCII)
+_FLOAT_RE = re.compile(r"^\s*[+-]?(?=[\d,]*\.?\d)[\d,]*(?:\.\d*)?(?:[eE][+-]?\d+)?\s*$", re.ASCII)
 _FLOAT_SYMBOLS = {"nan", "infinity", "+infinity", "-infinity", "\u221e", "-\u221e", "+\u221e"}
 _HEX = "[0-9a-fA-F]"
 _GUID_D = f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"

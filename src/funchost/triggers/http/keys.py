@@ -18,6 +18,8 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
+from funchost.errors import ConfigError
+
 MASTER_KEY_SETTING = "FUNCHOST_MASTER_KEY"
 DEFAULT_KEY_NAME = "default"
 MASTER_KEY_NAME = "_master"
@@ -61,6 +63,18 @@ def _entries(keys: Mapping[str, str]) -> list[dict[str, Any]]:
     return [{"name": name, "value": value, "encrypted": False} for name, value in keys.items()]
 
 
+def _read_key_file(path: Path) -> dict[str, Any]:
+    """A key file's JSON object; a damaged file is a configuration error naming it (no key values)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"not valid JSON ({type(exc).__name__}); fix or delete it to create new keys",
+                          path=str(path)) from None
+    if not isinstance(data, dict):
+        raise ConfigError("must be a JSON object; fix or delete it to create new keys", path=str(path))
+    return data
+
+
 def _read_entries(raw: Any) -> dict[str, str]:
     if not isinstance(raw, list):
         return {}
@@ -97,7 +111,7 @@ class KeyStore:
         host_file = directory / "host.json"
         host: dict[str, Any] = {}
         if host_file.exists():
-            host = json.loads(host_file.read_text(encoding="utf-8"))
+            host = _read_key_file(host_file)
         master_entry = host.get("masterKey") or {}
         stored_master = master_entry.get("value") if isinstance(master_entry, dict) else None
         created = stored_master is None
@@ -132,7 +146,7 @@ class KeyStore:
         path = self._function_file(name)
         keys: dict[str, str] = {}
         if path.exists():
-            keys = _read_entries(json.loads(path.read_text(encoding="utf-8")).get("keys"))
+            keys = _read_entries(_read_key_file(path).get("keys"))
         if not keys:
             keys = {DEFAULT_KEY_NAME: new_key()}
             _write_private(path, {"keys": _entries(keys), "source": "runtime"})
@@ -179,11 +193,12 @@ class KeyStore:
 
 
 def presented_key(headers: Mapping[str, str], query: Mapping[str, str]) -> str | None:
-    """The ``x-functions-key`` header wins over the ``code`` query parameter."""
-    header = headers.get(KEY_HEADER)
-    if header:
-        return header
-    return query.get(KEY_QUERY) or None
+    """The ``x-functions-key`` header wins over the ``code`` query parameter, even when empty;
+    the query name is case-insensitive."""
+    if KEY_HEADER in headers:
+        return headers[KEY_HEADER] or None
+    code = next((value for name, value in query.items() if name.lower() == KEY_QUERY), None)
+    return code or None
 
 
 def authorized(required: str, match: KeyMatch, key_name: str | None = None) -> bool:

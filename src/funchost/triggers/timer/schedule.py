@@ -187,8 +187,14 @@ def parse_schedule(expression: str, zone: tzinfo = _UTC) -> Schedule:
 
 
 def effective_use_monitor(schedule: Schedule, requested: bool | None, now: datetime) -> bool:
-    """`useMonitor`, forced off for schedules firing more than once a minute (TimerSchedule.Create)."""
+    """`useMonitor`, forced off for schedules firing more than once a minute (TimerSchedule.Create).
+
+    A cron schedule is only checked when every field after the first of its expanded form is ``*``
+    (ShouldDisableScheduleMonitor): ``*/10 * 10 * * *`` keeps the monitor on.
+    """
     if isinstance(schedule, CronSchedule):
+        if any(part != "*" for part in str(schedule.crontab).split(" ")[1:]):
+            return True if requested is None else bool(requested)
         wall = now.astimezone(schedule.zone).replace(tzinfo=None)
         upcoming = schedule.crontab.occurrences(wall, wall + _ONE_MINUTE)
         if next(upcoming, None) is not None and next(upcoming, None) is not None:
