@@ -220,3 +220,50 @@ async def test_two_hosts_on_one_file_never_process_a_message_twice(rig_factory, 
     assert all(rt.invoker.requests for rt in runtimes)  # both took part
     for rt in runtimes:
         await rt.storage.aclose()
+
+
+class _SlowRenewalAnswers:
+    """Applies visibility updates at once but holds back their answers until `gate` opens."""
+
+    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
+        self.inner = inner
+        self.gate = asyncio.Event()
+        self.applied = asyncio.Event()
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self.inner, name)
+
+    async def update_message(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        receipt = await self.inner.update_message(*args, **kwargs)
+        self.applied.set()
+        await self.gate.wait()
+        return receipt
+
+
+async def test_completion_waits_for_an_in_flight_renewal(rig_factory):
+    # WebJobs stops (awaits) the renewal timer before completing, so the delete carries the
+    # pop receipt of a renewal that was in flight when the function finished.
+    finished = asyncio.Event()
+
+    async def until_finished(request):
+        await finished.wait()
+        return True
+
+    rig = rig_factory(behaviour=until_finished, settings=PRODUCTION)
+    tools = QueueTools(rig.runtime)
+    await tools.send("work", "once")
+    listener = rig.listener()
+    slow = _SlowRenewalAnswers(listener.processor.service)
+    listener.processor.service = slow
+    await listener.start()
+    await rig.settle()
+    await rig.advance(300)  # first renewal: applied by the service, answer still on its way
+    assert slow.applied.is_set()
+    finished.set()
+    await rig.settle()
+    slow.gate.set()
+    await rig.settle()
+    assert await tools.count("work") == 0  # deleted with the renewed pop receipt
+    await rig.advance(700)
+    assert len(rig.invoker.requests) == 1  # never delivered twice
+    await listener.stop()

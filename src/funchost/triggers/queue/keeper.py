@@ -32,6 +32,7 @@ class Hold(Generic[H]):
     renewals: int = 0
     lost: bool = False
     released: bool = field(default=False, repr=False)
+    renewing: asyncio.Future[None] | None = field(default=None, repr=False)
 
 
 class VisibilityKeeper(Generic[H]):
@@ -55,9 +56,13 @@ class VisibilityKeeper(Generic[H]):
         self._wake.set()
         return entry
 
-    def release(self, entry: Hold[H]) -> None:
+    async def release(self, entry: Hold[H]) -> None:
+        """Stop renewing `entry`; waits for a renewal already in flight, so the caller completes
+        the message with the latest pop receipt (as WebJobs awaits its timer's stop)."""
         entry.released = True
         self._holds.pop(id(entry), None)
+        if entry.renewing is not None:
+            await asyncio.shield(entry.renewing)
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -80,6 +85,7 @@ class VisibilityKeeper(Generic[H]):
             await self._clock.sleep(min(entry.due for entry in self._holds.values()) - now)
 
     async def _renew_one(self, entry: Hold[H]) -> None:
+        entry.renewing = asyncio.get_running_loop().create_future()
         try:
             keep = await self._renew(entry.item)
         except asyncio.CancelledError:
@@ -88,6 +94,9 @@ class VisibilityKeeper(Generic[H]):
             log.warning("visibility renewal on %s failed; retrying sooner", self.name, exc_info=True)
             entry.due = self._clock.monotonic() + entry.timing.next_delay(False)
             return
+        finally:
+            entry.renewing.set_result(None)
+            entry.renewing = None
         if not keep:
             entry.lost = True
             self._holds.pop(id(entry), None)

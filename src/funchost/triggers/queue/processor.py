@@ -76,7 +76,7 @@ class QueueProcessor:
             request = build_request(self.function, message, body, self.queue, self.runtime.clock.now())
             result = await self.runtime.invoker.invoke(request)
         finally:
-            self.keeper.release(hold)
+            await self.keeper.release(hold)
         if result.succeeded:
             await self._delete(held)
         elif self.poison_queue is None:
