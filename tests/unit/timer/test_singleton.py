@@ -140,3 +140,35 @@ def test_singleton_options_are_validated() -> None:
         parse_singleton_options({"listenerLockRecoveryPollingInterval": "00:00:05"})
     with pytest.raises(ConfigError, match=r"singleton\.listenerLockPeriode: unknown key \(did you mean"):
         parse_singleton_options({"listenerLockPeriode": "00:00:20"})
+
+
+async def test_recovery_keeps_polling_when_the_listener_fails_to_start(clock, blobs, second_blobs) -> None:
+    """A listener that fails to start after the lock was won gives the lock back and the host
+    tries again at the next recovery poll, instead of leaving the timer unowned for good."""
+    a, ran_a = make_host(clock, blobs)
+    await a.start()
+    b, ran_b = make_host(clock, second_blobs)
+    real_factory = b._factory
+    failures = [RuntimeError("inner start failed")]
+
+    def flaky_factory():  # type: ignore[no-untyped-def]
+        inner = real_factory()
+        if failures:
+            error = failures.pop()
+
+            async def broken_start() -> None:
+                raise error
+
+            inner.start = broken_start  # type: ignore[method-assign]
+        return inner
+
+    b._factory = flaky_factory
+    await b.start()
+    await a.stop()  # releases the lock: B wins it at its next poll, fails to start, retries
+    await advance(clock, 61)
+    assert not b.is_listening and failures == []
+    await advance(clock, 60)
+    assert b.is_listening
+    await advance(clock, 5)
+    assert len(ran_b.requests) >= 1
+    await b.stop()

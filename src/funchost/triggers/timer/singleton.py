@@ -227,5 +227,11 @@ class SingletonListener:
                     return
                 if await self._try_acquire():
                     log.info("Singleton lock acquired (%s); starting the listener", self.lock_id)
-                    await self._start_inner()
+                    try:
+                        await self._start_inner()
+                    except Exception:
+                        # _start_inner released the lock; keep polling rather than give up for good.
+                        log.exception("listener of %s failed to start; retrying at the next poll",
+                                      self.lock_id)
+                        continue
                     return
