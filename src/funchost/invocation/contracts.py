@@ -59,6 +59,9 @@ class InvocationResult:
     # the HTTP trigger to turn into a response.
     outputs: dict[str, Datum] = field(default_factory=dict)
     attempts: int = 1
+    # True when the host began stopping while the retry policy still had attempts left: the
+    # outcome is "cancelled", not final, so callers must not treat the work as settled.
+    abandoned: bool = False
 
     @property
     def error_message(self) -> str:

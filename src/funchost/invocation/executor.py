@@ -81,7 +81,10 @@ class Executor:
         while True:
             result = await self._attempt(current, retry_context)
             result.attempts = attempt + 1
-            if result.succeeded or self._stopping.is_set():
+            if result.succeeded:
+                return result
+            if self._stopping.is_set():
+                result.abandoned = retry.should_retry(options, attempt)
                 return result
             if not retry.should_retry(options, attempt):
                 log.info("All retries have been exhausted for function '%s'.", request.function.name)
@@ -93,7 +96,8 @@ class Executor:
                 _format_delay(delay), attempt, options.max_retry_count,
             )
             if await self._clock.wait(self._stopping, delay):
-                return result  # host stopping: give up with the last failure
+                result.abandoned = True  # host stopping: give up with the last failure
+                return result
             error = result.error
             retry_context = RetryContext(attempt, options.max_retry_count, _rpc_exception(error))
             current = replace(request, invocation_id=new_invocation_id())

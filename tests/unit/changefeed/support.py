@@ -28,13 +28,15 @@ class FakeInvoker:
 
     batches: list[list[dict[str, Any]]] = field(default_factory=list)
     fail: Callable[[int], bool] = lambda n: False
+    abandon: bool = False  # failures look like a retry loop cut short by a stopping host
 
     async def invoke(self, request: InvocationRequest) -> InvocationResult:
         docs = json.loads(request.trigger_value.value)
         self.batches.append(docs)
         failed = self.fail(len(self.batches))
         return InvocationResult(request.invocation_id, request.function.name, not failed,
-                                error=RuntimeError("boom") if failed else None)
+                                error=RuntimeError("boom") if failed else None,
+                                abandoned=failed and self.abandon)
 
     def ids(self) -> list[str]:
         return [d["id"] for batch in self.batches for d in batch]

@@ -191,3 +191,18 @@ async def test_feed_poll_delay_from_the_decorator(tmp_path: Path, clock) -> None
         assert invoker.ids() == ["a"]
     finally:
         await cf.stop()
+
+
+async def test_checkpoint_on_failure_never_checkpoints_an_abandoned_retry(tmp_path: Path, clock) -> None:  # type: ignore[no-untyped-def]
+    """A retry loop cut short by a stopping host is a cancellation: no checkpoint, as on Azure."""
+    invoker = FakeInvoker(fail=lambda n: n == 1, abandon=True)
+    runtime = make_runtime(tmp_path, clock, invoker, settings={"FUNCHOST_COSMOSDB_CHECKPOINT_ON_FAILURE": "true"})
+    items = await make_containers(runtime, partitions=1)
+    cf = await started(trigger_function(), runtime)
+    try:
+        await items.upsert_item({"id": "a", "pk": "p"})
+        await clock.advance(5, settle)
+        await clock.advance(15, settle)
+        assert invoker.ids() == ["a", "a"]  # not checkpointed: the same batch came again
+    finally:
+        await cf.stop()

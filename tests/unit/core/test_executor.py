@@ -245,3 +245,23 @@ async def test_invocation_id_is_visible_inside_sync_and_async_functions(tmp_path
             assert function_app.seen[-1] == request.invocation_id
     finally:
         await host.stop()
+
+
+async def test_a_stop_during_a_retry_wait_marks_the_result_abandoned(tmp_path: Path) -> None:
+    host = await start(tmp_path, RETRY_APP)
+    try:
+        import function_app
+
+        function_app.app.clock_now = host.clock.monotonic
+        task = asyncio.create_task(host.runtime.invoker.invoke(timer_request(host, "fixed")))
+        await host.advance(1)  # first attempt failed; waiting 10 s for the retry
+        await host.runtime.invoker.stop(timeout=1)
+        result = await asyncio.wait_for(task, 5)
+        assert not result.succeeded and result.abandoned and result.attempts == 1
+    finally:
+        await host.stop()
+
+
+async def test_exhausted_retries_are_not_abandoned(tmp_path: Path) -> None:
+    result, _ = await _run_with_retries(tmp_path, "fixed", 100)
+    assert not result.succeeded and not result.abandoned

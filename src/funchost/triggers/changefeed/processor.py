@@ -143,7 +143,9 @@ class LeaseProcessor:
                   continuation_token(page.continuation), f"{{items: {len(page.items)}}}")
         result = await self._invoker.invoke(self._request(page))
         self.delivered += 1
-        if not result.succeeded and not self._checkpoint_on_failure:
+        # A retry loop cut short by a stopping host is a cancellation: as on Azure, never
+        # checkpointed, even with checkpoint_on_failure.
+        if not result.succeeded and (not self._checkpoint_on_failure or result.abandoned):
             log.info("Function %s failed for lease %s; the batch of %d will be delivered again",
                      self._function.name, self.token, len(page.items))
             return False
