@@ -35,7 +35,7 @@ def status_url(job_id: str) -> str:
 async def submit_import(req: func.HttpRequest, pipeline: Pipeline) -> func.HttpResponse:
     headers = req.headers
     try:
-        principal = authenticate(headers, pipeline.settings)
+        principal = authenticate(headers, pipeline.settings, pipeline.tokens)
     except Unauthorized as exc:
         return _reject(pipeline, Rejected(401, "unauthorized", str(exc)))
     try:
@@ -108,7 +108,7 @@ def _reject(pipeline: Pipeline, rejected: Rejected, principal: Principal | None 
 
 async def get_import(req: func.HttpRequest, pipeline: Pipeline) -> func.HttpResponse:
     try:
-        principal = authenticate(req.headers, pipeline.settings)
+        principal = authenticate(req.headers, pipeline.settings, pipeline.tokens)
     except Unauthorized as exc:
         return json_response(401, {"error": str(exc)}, {"WWW-Authenticate": "Bearer"})
     job_id = req.route_params.get("jobId", "")

@@ -25,6 +25,7 @@ from funchost.reliability import (
     Quarantine,
     open_store,
 )
+from importjobs.identity import VerifiedTokens
 from importjobs.ledger import LedgerBook, LedgerClient
 from importjobs.settings import PipelineSettings
 from importjobs.storage import BlobStore, QueueSender, _runtime, fault, open_storage
@@ -47,6 +48,7 @@ class Pipeline:
         self.queues, self.blobs = open_storage(settings.storage_connection)
         self.account = settings.storage_account or self.blobs.account
         self.policy = BlobPolicy.of(settings.allowed_containers, account=self.account)
+        self.tokens = VerifiedTokens()  # bearer tokens verified before (exp / nbf re-checked per use)
         self.dispatcher = OutboxDispatcher(
             self.store, self._send, prepare=self._prepare, metrics=self.metrics,
             options=DispatcherOptions(interval_seconds=settings.dispatch_interval))
@@ -129,6 +131,8 @@ class Pipeline:
         self._unsubscribe()
         await self.dispatcher.idle()
         await self.ledger.aclose()
+        if self._book is not None:
+            self._book.close()
         self.store.close()
 
 

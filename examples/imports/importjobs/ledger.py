@@ -14,7 +14,6 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Callable
-from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,11 +34,12 @@ class LedgerRefused(Exception):
 class LedgerClient:
     def __init__(self, url: str, timeout: float, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.url = url
+        self._url = httpx.URL(url)  # parsed once, not per call
         self._client = httpx.AsyncClient(timeout=timeout, transport=transport)
 
     async def post(self, entry: dict[str, Any], idempotency_key: str) -> dict[str, Any]:
         try:
-            response = await self._client.post(self.url, json=entry, headers={"Idempotency-Key": idempotency_key})
+            response = await self._client.post(self._url, json=entry, headers={"Idempotency-Key": idempotency_key})
         except httpx.TimeoutException as exc:
             raise TransientError(f"ledger timeout ({type(exc).__name__})") from None
         except httpx.TransportError as exc:
@@ -56,44 +56,60 @@ class LedgerClient:
 
 
 class LedgerBook:
-    """Entries keyed by Idempotency-Key. Thread-safe; one connection per call."""
+    """Entries keyed by Idempotency-Key. Thread-safe: one connection, opened once (WAL), used
+    under a lock; other processes sharing the file meet at `BEGIN IMMEDIATE` (busy timeout)."""
 
     def __init__(self, path: Path, now: Callable[[], datetime] | None = None) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._now = now or (lambda: datetime.now(UTC))
         self._lock = threading.Lock()
-        with closing(self._connect()) as db:
-            db.execute("CREATE TABLE IF NOT EXISTS entries (idempotency_key TEXT PRIMARY KEY, entry_id TEXT NOT NULL,"
-                       " body TEXT NOT NULL, seen INTEGER NOT NULL DEFAULT 1, created_at TEXT NOT NULL)")
+        self._db: sqlite3.Connection | None = sqlite3.connect(self.path, timeout=30, isolation_level=None,
+                                                              check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS entries (idempotency_key TEXT PRIMARY KEY, entry_id TEXT NOT NULL,"
+                         " body TEXT NOT NULL, seen INTEGER NOT NULL DEFAULT 1, created_at TEXT NOT NULL)")
 
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        return db
+    def _connection(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise RuntimeError("the ledger book is closed")
+        return self._db
 
     def record(self, key: str, body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """(entry, created): a repeated key returns the first entry and created=False."""
-        with self._lock, closing(self._connect()) as db:
+        with self._lock:
+            db = self._connection()
             db.execute("BEGIN IMMEDIATE")
-            row = db.execute("SELECT entry_id, body, created_at FROM entries WHERE idempotency_key = ?",
-                             (key,)).fetchone()
-            if row is not None:
-                db.execute("UPDATE entries SET seen = seen + 1 WHERE idempotency_key = ?", (key,))
+            try:
+                row = db.execute("SELECT entry_id, body, created_at FROM entries WHERE idempotency_key = ?",
+                                 (key,)).fetchone()
+                if row is not None:
+                    db.execute("UPDATE entries SET seen = seen + 1 WHERE idempotency_key = ?", (key,))
+                    db.execute("COMMIT")
+                    return _entry(key, *row), False
+                entry_id = "led_" + uuid.uuid4().hex[:16]
+                created = self._now().isoformat()
+                text = json.dumps(body, sort_keys=True)
+                db.execute("INSERT INTO entries (idempotency_key, entry_id, body, created_at) VALUES (?, ?, ?, ?)",
+                           (key, entry_id, text, created))
                 db.execute("COMMIT")
-                return _entry(key, *row), False
-            entry_id = "led_" + uuid.uuid4().hex[:16]
-            created = self._now().isoformat()
-            db.execute("INSERT INTO entries (idempotency_key, entry_id, body, created_at) VALUES (?, ?, ?, ?)",
-                       (key, entry_id, json.dumps(body, sort_keys=True), created))
-            db.execute("COMMIT")
-            return _entry(key, entry_id, json.dumps(body, sort_keys=True), created), True
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+            return _entry(key, entry_id, text, created), True
 
     def entries(self) -> list[dict[str, Any]]:
-        with self._lock, closing(self._connect()) as db:
-            rows = db.execute("SELECT idempotency_key, entry_id, body, created_at, seen FROM entries"
-                              " ORDER BY created_at, entry_id").fetchall()
+        with self._lock:
+            rows = self._connection().execute("SELECT idempotency_key, entry_id, body, created_at, seen FROM entries"
+                                              " ORDER BY created_at, entry_id").fetchall()
         return [{**_entry(k, e, b, c), "requestsSeen": int(s)} for k, e, b, c, s in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
 
 def _entry(key: str, entry_id: str, body: str, created: str) -> dict[str, Any]:

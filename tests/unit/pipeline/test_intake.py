@@ -168,21 +168,23 @@ async def test_invalid_bodies_are_400_with_a_clear_message(pipeline: Pipeline, r
     assert needle in response.json()["error"]
 
 
-@pytest.mark.parametrize("container, name", [
-    ("exports", "tenant-a/in/file.csv"),      # container not in the allow-list
-    ("Imports", "tenant-a/in/file.csv"),      # container case differs
-    ("imports", "tenant-b/in/file.csv"),      # another tenant's prefix
-    ("imports", "Tenant-A/in/file.csv"),      # prefix case differs (ordinal comparison)
-    ("imports", "tenant-a"),                  # no prefix separator
-    ("imports", "/tenant-a/in/file.csv"),     # leading slash
-    ("imports", "tenant-a/../tenant-b/x.csv"),
-    ("imports", "tenant-a\\in\\file.csv"),
-    ("imports", "tenant-a/in/fi\x00le.csv"),
-    ("imports", "tenant-a/in/fi\nle.csv"),
+@pytest.mark.parametrize("container, name, violation", [
+    ("exports", "tenant-a/in/file.csv", "container_not_allowed"),     # container not in the allow-list
+    ("Imports", "tenant-a/in/file.csv", "container_not_allowed"),     # container case differs
+    ("imports", "tenant-b/in/file.csv", "outside_tenant_prefix"),     # another tenant's prefix
+    ("imports", "Tenant-A/in/file.csv", "outside_tenant_prefix"),     # prefix case differs (ordinal comparison)
+    ("imports", "tenant-a", "outside_tenant_prefix"),                 # no prefix separator
+    ("imports", "/tenant-a/in/file.csv", "leading_slash"),
+    ("imports", "tenant-a/../tenant-b/x.csv", "dot_dot"),
+    ("imports", "tenant-a/in\\file.csv", "backslash"),               # inside the tenant prefix
+    ("imports", "tenant-a/in/fi\x00le.csv", "control_character"),
+    ("imports", "tenant-a/in/fi\nle.csv", "control_character"),
 ])
-async def test_blob_policy_violations_are_403(pipeline: Pipeline, container: str, name: str) -> None:
+async def test_blob_policy_violations_are_403(pipeline: Pipeline, container: str, name: str, violation: str) -> None:
     response = await pipeline.submit({"containerName": container, "blobName": name}, key=f"k-{container}-{name!r}")
     assert response.status_code == 403, response.text
+    assert response.json()["reason"] == "blob_not_allowed"
+    assert f"({violation})" in response.json()["error"]
     assert pipeline.store.jobs.count_by_state()["Enqueued"] == 0
 
 

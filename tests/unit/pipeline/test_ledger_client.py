@@ -46,3 +46,19 @@ def test_the_book_records_one_entry_per_key(tmp_path) -> None:  # type: ignore[n
     again, created_again = book.record("k", {"a": 2})
     assert created and not created_again and again["entryId"] == first["entryId"]
     assert [e["requestsSeen"] for e in book.entries()] == [2]
+
+
+def test_two_books_on_one_file_see_each_others_entries(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Each book keeps one connection open: a key recorded through another connection (another
+    host process on the same file) is still seen, so the ledger stays idempotent across hosts."""
+    one, two = LedgerBook(tmp_path / "ledger.db"), LedgerBook(tmp_path / "ledger.db")
+    try:
+        first, _ = one.record("job-1:ledger-post", {"a": 1})
+        again, created = two.record("job-1:ledger-post", {"a": 1})
+        assert not created and again["entryId"] == first["entryId"]
+        assert [e["requestsSeen"] for e in one.entries()] == [2]
+    finally:
+        one.close()
+        two.close()
+    with pytest.raises(RuntimeError):
+        one.record("k", {})

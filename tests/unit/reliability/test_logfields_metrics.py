@@ -66,3 +66,68 @@ def test_metrics_are_thread_safe_and_labelled():
     m.incr("intake.rejected", reason="too_large")
     m.set_gauge("outbox.pending", 3)
     assert m.snapshot() == {"intake.accepted": 4000, "intake.rejected{reason=too_large}": 1, "outbox.pending": 3}
+
+
+UNSAFE_SAMPLES = [
+    "https://a.blob.core.windows.net/c/b?sv=2024-01-01&sig=abc",
+    "https://a.blob.core.windows.net/c/b?SIG=abc",
+    "x&sp=r&se=2030",
+    "Endpoint=sb://x/;SharedAccessSignature=sr%3Dabc",
+    "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=abc==",
+    "Authorization: Bearer abc",
+    "authorization: BEARER\tabc",
+    "BeArEr x",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig",
+    "token eyJhbGciOiJI.eyJzdWIiOi.",
+]
+
+
+def _full_scan(text: str) -> str | None:
+    from funchost.reliability.logfields import _UNSAFE
+
+    for pattern, what in _UNSAFE:
+        if pattern.search(text):
+            return what
+    return None
+
+
+def test_the_fast_prefilter_never_hides_what_the_full_patterns_find():
+    import random
+
+    from funchost.reliability.logfields import unsafe_reason
+
+    rng = random.Random(7)
+    alphabet = "abcdefABCDEF0123456789=?&;.:/ _-\t"
+    texts = list(UNSAFE_SAMPLES)
+    for sample in UNSAFE_SAMPLES:  # the samples inside random surroundings
+        for _ in range(30):
+            left = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+            right = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+            texts.append(left + sample + right)
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(2000)]
+    for text in texts:
+        assert unsafe_reason(text) == _full_scan(text), text
+    for sample in UNSAFE_SAMPLES:
+        assert unsafe_reason(sample) is not None, sample
+
+
+@pytest.mark.parametrize("value", UNSAFE_SAMPLES)
+def test_every_secret_sample_is_refused_as_a_field_value(value):
+    with pytest.raises(UnsafeLogValue):
+        check_fields({"Note": value})
+
+
+def test_an_accepted_field_name_does_not_let_a_later_value_through():
+    check_fields({"Detail": "fine"})  # the name is now known to be well-formed
+    with pytest.raises(UnsafeLogValue):
+        check_fields({"Detail": "x?sv=1&sig=abc"})
+    with pytest.raises(UnsafeLogValue):
+        check_fields({"Detail": "y" * 2000})
+
+
+def test_a_refused_field_name_stays_refused():
+    for _ in range(3):
+        with pytest.raises(UnsafeLogValue):
+            check_fields({"Payload": "x"})
+        with pytest.raises(UnsafeLogValue):
+            check_fields({"bad_name": "x"})
