@@ -58,7 +58,7 @@ class SystemClock:
         return True
 
     def timeout(self, seconds: float) -> AbstractAsyncContextManager[None]:
-        return asyncio.timeout(seconds)
+        return asyncio.timeout(seconds)  # type: ignore[return-value]  # enters as a Timeout object
 
 
 Settle = Callable[[], Awaitable[None]]

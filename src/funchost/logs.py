@@ -226,7 +226,7 @@ def configure(output: str = "text", levels: Mapping[str, str] | None = None,
     root.setLevel(logging.DEBUG)
     # Console lines never show the caller's file/line or thread: skip collecting them (the
     # logging HOWTO's "Optimization" advice), which halves the cost of a record.
-    logging._srcfile = None  # type: ignore[attr-defined]
+    logging._srcfile = None
     logging.logThreads = False
     logging.logProcesses = False
     logging.logMultiprocessing = False

@@ -26,7 +26,7 @@ def register(subparsers: Any) -> None:
     sub = parser.add_subparsers(dest="docs_command", metavar="ACTION")
 
     def action(name: str, help: str, handler: Any, *, container: bool = True) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help)
+        p: argparse.ArgumentParser = sub.add_parser(name, help=help)
         add_storage_options(p)
         p.add_argument("-d", "--database", required=container, default=None)
         p.add_argument("-c", "--container", required=container, default=None)

@@ -22,35 +22,35 @@ class ContainerProxy:
         self.database = database
 
     async def read(self) -> dict[str, Any]:
-        return await self._store.run(self._ops.read())  # type: ignore[no-any-return]
+        return await self._store.run(self._ops.read())
 
     async def create_item(self, body: Mapping[str, Any], **kwargs: Any) -> dict[str, Any]:
-        return await self._store.run(self._ops.create_item(body))  # type: ignore[no-any-return]
+        return await self._store.run(self._ops.create_item(body))
 
     async def upsert_item(self, body: Mapping[str, Any], *, etag: str | None = None, match_condition: Any = None,
                     **kwargs: Any) -> dict[str, Any]:
-        return await self._store.run(self._ops.upsert_item(body, etag, match_condition))  # type: ignore[no-any-return]
+        return await self._store.run(self._ops.upsert_item(body, etag, match_condition))
 
     async def replace_item(self, item: Any, body: Mapping[str, Any], *, etag: str | None = None,
                      match_condition: Any = None, **kwargs: Any) -> dict[str, Any]:
-        return await self._store.run(  # type: ignore[no-any-return]
+        return await self._store.run(
             self._ops.replace_item(item, body, etag, match_condition))
 
     async def read_item(self, item: Any, partition_key: Any, **kwargs: Any) -> dict[str, Any]:
-        return await self._store.run(self._ops.read_item(item, partition_key))  # type: ignore[no-any-return]
+        return await self._store.run(self._ops.read_item(item, partition_key))
 
     async def delete_item(self, item: Any, partition_key: Any, *, etag: str | None = None, match_condition: Any = None,
                     **kwargs: Any) -> None:
         await self._store.run(self._ops.delete_item(item, partition_key, etag, match_condition))
 
     async def read_all_items(self, max_item_count: int | None = None, **kwargs: Any) -> list[dict[str, Any]]:
-        return await self._store.run(self._ops.read_all_items())  # type: ignore[no-any-return]
+        return await self._store.run(self._ops.read_all_items())
 
     async def query_items(self, query: str, parameters: Iterable[Mapping[str, Any]] | None = None,
                     partition_key: Any = _NO_PK, enable_cross_partition_query: bool | None = None,
                     **kwargs: Any) -> list[dict[str, Any]]:
         has_pk = partition_key is not _NO_PK
-        return await self._store.run(  # type: ignore[no-any-return]
+        return await self._store.run(
             self._ops.query_items(query, parameters, partition_key if has_pk else None, has_pk))
 
 

@@ -23,35 +23,35 @@ class ContainerProxy:
         self.database = database
 
     def read(self) -> dict[str, Any]:
-        return self._store.run_sync(self._ops.read())  # type: ignore[no-any-return]
+        return self._store.run_sync(self._ops.read())
 
     def create_item(self, body: Mapping[str, Any], **kwargs: Any) -> dict[str, Any]:
-        return self._store.run_sync(self._ops.create_item(body))  # type: ignore[no-any-return]
+        return self._store.run_sync(self._ops.create_item(body))
 
     def upsert_item(self, body: Mapping[str, Any], *, etag: str | None = None, match_condition: Any = None,
                     **kwargs: Any) -> dict[str, Any]:
-        return self._store.run_sync(self._ops.upsert_item(body, etag, match_condition))  # type: ignore[no-any-return]
+        return self._store.run_sync(self._ops.upsert_item(body, etag, match_condition))
 
     def replace_item(self, item: Any, body: Mapping[str, Any], *, etag: str | None = None,
                      match_condition: Any = None, **kwargs: Any) -> dict[str, Any]:
-        return self._store.run_sync(  # type: ignore[no-any-return]
+        return self._store.run_sync(
             self._ops.replace_item(item, body, etag, match_condition))
 
     def read_item(self, item: Any, partition_key: Any, **kwargs: Any) -> dict[str, Any]:
-        return self._store.run_sync(self._ops.read_item(item, partition_key))  # type: ignore[no-any-return]
+        return self._store.run_sync(self._ops.read_item(item, partition_key))
 
     def delete_item(self, item: Any, partition_key: Any, *, etag: str | None = None, match_condition: Any = None,
                     **kwargs: Any) -> None:
         self._store.run_sync(self._ops.delete_item(item, partition_key, etag, match_condition))
 
     def read_all_items(self, max_item_count: int | None = None, **kwargs: Any) -> list[dict[str, Any]]:
-        return self._store.run_sync(self._ops.read_all_items())  # type: ignore[no-any-return]
+        return self._store.run_sync(self._ops.read_all_items())
 
     def query_items(self, query: str, parameters: Iterable[Mapping[str, Any]] | None = None,
                     partition_key: Any = _NO_PK, enable_cross_partition_query: bool | None = None,
                     **kwargs: Any) -> list[dict[str, Any]]:
         has_pk = partition_key is not _NO_PK
-        return self._store.run_sync(  # type: ignore[no-any-return]
+        return self._store.run_sync(
             self._ops.query_items(query, parameters, partition_key if has_pk else None, has_pk))
 
 

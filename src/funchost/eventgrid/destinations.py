@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import httpx
 from azure.functions.meta import Datum
@@ -59,7 +59,10 @@ class Sender(Protocol):
                    delivery_count: int) -> Outcome: ...
 
 
-async def with_timeout(clock: Clock, work: Awaitable[Outcome], timeout: float = RESPONSE_TIMEOUT) -> Outcome:
+T = TypeVar("T")
+
+
+async def with_timeout(clock: Clock, work: Awaitable[T], timeout: float = RESPONSE_TIMEOUT) -> T | Outcome:
     """Race `work` against the clock; on timeout the work keeps running (as the endpoint would)."""
     task = asyncio.ensure_future(work)
     timer = asyncio.ensure_future(clock.sleep(timeout))

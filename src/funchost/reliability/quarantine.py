@@ -144,8 +144,9 @@ class Quarantine:
     def pending(self) -> list[dict[str, Any]]:
         """Quarantined messages not yet re-driven (for the re-drive command)."""
         with self.store.db.read() as tx:
-            return tx.all("SELECT quarantine_id, queue_name, message_id, message_hash, job_id, dequeue_count,"
+            rows = tx.all("SELECT quarantine_id, queue_name, message_id, message_hash, job_id, dequeue_count,"
                           " blob_name, created_at FROM quarantine WHERE redriven_at IS NULL ORDER BY created_at")
+        return [dict(row) for row in rows]
 
     async def redrive(self, quarantine_id: str, reader: BlobReader, *, queue_name: str | None = None) -> str:
         """Send a quarantined message again (through the outbox); returns the outbox id."""

@@ -40,7 +40,7 @@ class _PgTx:
 
     def _run(self, sql: str, params: Sequence[Any]) -> psycopg.Cursor[Row]:
         try:
-            return self._conn.execute(sql.replace("?", "%s"), list(params))  # type: ignore[arg-type]
+            return self._conn.execute(sql.replace("?", "%s"), list(params))
         except psycopg.Error as exc:
             raise _translate(exc) from exc
 

@@ -110,7 +110,7 @@ def _epk_bounds(index: int, partitions: int) -> tuple[str, str]:
 def pk_key(value: Any) -> str:
     """The stored form of a partition key value (stable across processes and runs)."""
     if value is UNDEFINED_PK:
-        return UNDEFINED_PK
+        return str(UNDEFINED_PK)
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 

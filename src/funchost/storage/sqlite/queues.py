@@ -442,7 +442,7 @@ class SqliteQueueService:
             raise MessageNotFound("the specified message does not exist")
         if row["pop_receipt"] != pop_receipt:
             raise PopReceiptMismatch("the specified pop receipt did not match the pop receipt for a dequeued message")
-        return row
+        return row  # type: ignore[no-any-return]
 
 
 def _metadata_json(metadata: Mapping[str, str] | None) -> str:

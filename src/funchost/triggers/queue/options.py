@@ -71,7 +71,7 @@ def parse(reader: SectionReader, environ: Mapping[str, str] | None = None) -> Qu
 
 def receive_visibility(settings: Mapping[str, str] | object) -> float:
     """Seconds a received message stays invisible while its function runs (default 10 min)."""
-    raw = settings.get(RECEIVE_VISIBILITY_SETTING) if hasattr(settings, "get") else None  # type: ignore[union-attr]
+    raw = settings.get(RECEIVE_VISIBILITY_SETTING) if hasattr(settings, "get") else None
     if raw is None or str(raw).strip() == "":
         return RECEIVE_VISIBILITY
     try:

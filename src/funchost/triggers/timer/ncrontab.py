@@ -64,7 +64,7 @@ class Field:
             return "*"
         parts: list[str] = []
         start = prev = ordered[0]
-        for value in ordered[1:] + [None]:  # type: ignore[list-item]
+        for value in ordered[1:] + [None]:
             if value is not None and value == prev + 1:
                 prev = value
                 continue
@@ -220,7 +220,7 @@ class CrontabSchedule:
             cached = [time(h, m, s) for h in self.hours.sorted() for m in self.minutes.sorted()
                       for s in self._seconds()]
             object.__setattr__(self, "_cached_times", cached)
-        return cached  # type: ignore[no-any-return]
+        return cached
 
     def _day_matches(self, day: date) -> bool:
         # .NET DayOfWeek: Sunday = 0; Python weekday(): Monday = 0.
