@@ -14,13 +14,16 @@ clock drives leases and back-offs in tests exactly as real time does in producti
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 Row = dict[str, Any]
+
+T = TypeVar("T")
 
 
 class Tx(Protocol):
@@ -38,6 +41,10 @@ class Database(ABC):
     name: str = ""
     skip_locked: str = ""
     lock_row: str = ""
+    # Set by each dialect's constructor: per-thread connection state, and every connection opened.
+    _local: threading.local
+    _lock: threading.Lock
+    _connections: list[Any]
 
     @abstractmethod
     def transaction(self) -> AbstractContextManager[Tx]:
@@ -51,6 +58,28 @@ class Database(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    @contextmanager
+    def _joined(self, tx: T) -> Iterator[T]:
+        """Join the unit of work already open on this thread: nested calls share it."""
+        local: Any = self._local
+        local.depth += 1
+        try:
+            yield tx
+        finally:
+            local.depth -= 1
+
+    def _close_connections(self, errors: type[BaseException] | tuple[type[BaseException], ...]) -> None:
+        """Close every thread's connection (ignoring `errors` from ones already broken)."""
+        with self._lock:
+            connections = self._connections
+            for conn in connections:
+                try:
+                    conn.close()
+                except errors:
+                    pass
+            connections.clear()
+        self._local = threading.local()
 
     def migration_lock(self) -> str | None:
         """A statement that serialises schema migration between hosts (None: not needed)."""

@@ -97,11 +97,8 @@ class PostgresDatabase(Database):
     def transaction(self) -> Iterator[_PgTx]:
         conn = self._connect()
         if self._local.depth:
-            self._local.depth += 1
-            try:
-                yield _PgTx(conn)
-            finally:
-                self._local.depth -= 1
+            with self._joined(_PgTx(conn)) as tx:
+                yield tx
             return
         self._local.depth = 1
         try:
@@ -119,11 +116,4 @@ class PostgresDatabase(Database):
 
     def close(self) -> None:
         self._closed = True
-        with self._lock:
-            for conn in self._connections:
-                try:
-                    conn.close()
-                except psycopg.Error:
-                    pass
-            self._connections.clear()
-        self._local = threading.local()
+        self._close_connections(psycopg.Error)

@@ -128,11 +128,8 @@ class SqliteDatabase(Database):
         if self._local.depth:  # join the transaction already open on this thread
             if self._local.reading:
                 raise JobStoreError("a write cannot join a read on the same thread")
-            self._local.depth += 1
-            try:
-                yield _SqliteTx(conn)
-            finally:
-                self._local.depth -= 1
+            with self._joined(_SqliteTx(conn)) as tx:
+                yield tx
             return
         with self._writer:
             _guard(lambda: conn.execute("BEGIN IMMEDIATE"))
@@ -154,11 +151,8 @@ class SqliteDatabase(Database):
     def read(self) -> Iterator[_SqliteTx]:
         conn = self._connect()
         if self._local.depth:
-            self._local.depth += 1
-            try:
-                yield _SqliteTx(conn)
-            finally:
-                self._local.depth -= 1
+            with self._joined(_SqliteTx(conn)) as read_tx:
+                yield read_tx
             return
         _guard(lambda: conn.execute("BEGIN"))  # deferred: a snapshot, no write lock
         self._local.depth, self._local.reading = 1, True
@@ -170,11 +164,4 @@ class SqliteDatabase(Database):
 
     def close(self) -> None:
         self._closed = True
-        with self._lock:
-            for conn in self._connections:
-                try:
-                    conn.close()
-                except sqlite3.Error:
-                    pass
-            self._connections.clear()
-        self._local = threading.local()
+        self._close_connections(sqlite3.Error)
