@@ -146,6 +146,10 @@ class Host:
         try:
             await self._start_services(runtime)
             for function in self.functions:
+                if runtime.settings.is_function_disabled(function.name):
+                    log.info("Function 'Functions.%s' is disabled (AzureWebJobs.%s.Disabled)",
+                             function.name, function.name)
+                    continue  # no listener: its trigger never fires (HTTP answers 404)
                 support = registry.require_trigger(function.trigger_type)
                 listener = support.create_listener(function, runtime)
                 if listener is not None:
@@ -218,7 +222,10 @@ class Host:
         rows = []
         for function in sorted(self.functions, key=lambda f: f.name.lower()):
             support = registry.require_trigger(function.trigger_type)
-            rows.append((function.name, support.describe(function, runtime)))
+            description = support.describe(function, runtime)
+            if runtime.settings.is_function_disabled(function.name):
+                description += " (disabled)"
+            rows.append((function.name, description))
         return rows
 
 

@@ -35,6 +35,11 @@ class AppSettings(Mapping[str, str]):
     def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
         return self._folded.get(key.lower(), default)
 
+    def is_function_disabled(self, function_name: str) -> bool:
+        """`AzureWebJobs.<name>.Disabled` set to true / 1, as the Functions host reads it."""
+        value = self.get(f"AzureWebJobs.{function_name}.Disabled") or ""
+        return value.strip().lower() in ("true", "1")
+
     @property
     def environment(self) -> str:
         """AZURE_FUNCTIONS_ENVIRONMENT; funchost runs apps locally, so Development by default."""

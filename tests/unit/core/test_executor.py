@@ -265,3 +265,31 @@ async def test_a_stop_during_a_retry_wait_marks_the_result_abandoned(tmp_path: P
 async def test_exhausted_retries_are_not_abandoned(tmp_path: Path) -> None:
     result, _ = await _run_with_retries(tmp_path, "fixed", 100)
     assert not result.succeeded and not result.abandoned
+
+
+DISABLED_APP = """
+import azure.functions as func
+app = func.FunctionApp()
+RUNS = []
+
+@app.queue_trigger(arg_name="msg", queue_name="work", connection="AzureWebJobsStorage")
+def worker(msg: func.QueueMessage) -> None:
+    RUNS.append(msg.get_body().decode())
+"""
+
+
+async def test_a_disabled_function_has_no_listener(tmp_path: Path) -> None:
+    write_app(tmp_path / "app", DISABLED_APP)
+    host = HostHarness(tmp_path / "app", data_dir=tmp_path / "data",
+                       settings={"AzureWebJobs.worker.Disabled": "true"})
+    await host.start()
+    try:
+        await host.queues.create("work")
+        await host.queues.send("work", "job")
+        await host.advance(30)
+        assert host.runtime.functions["worker"].func.__globals__["RUNS"] == []
+        assert await host.queues.count("work") == 1  # the message waits for an enabled host
+        assert "worker" not in host.host.listeners
+        assert dict(host.host.describe_functions())["worker"] == "queueTrigger (disabled)"
+    finally:
+        await host.stop()

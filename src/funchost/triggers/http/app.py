@@ -134,7 +134,7 @@ class FunctionsApp:
     async def _function_request(self, route: HttpRoute, values: dict[str, str], scope: Scope,
                                 receive: Receive, send: Send) -> None:
         function = route.function
-        disabled = _truthy(self.runtime.settings.get(f"AzureWebJobs.{function.name}.Disabled"))
+        disabled = self.runtime.settings.is_function_disabled(function.name)
         if route.auth_level != "anonymous" or disabled:
             caller = self._caller(scope, function.name)
             if disabled and caller.level is not AuthLevel.ADMIN:
