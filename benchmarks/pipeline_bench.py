@@ -3,10 +3,13 @@
     python benchmarks/pipeline_bench.py [--requests 600] [--concurrency 8] [--rate 20] [--seconds 10] [--settle S]
 
 Runs `funchost start examples/imports` (embedded storage, SQLite jobs DB) as a separate process:
+0. intake alone: on a host whose queue workers are disabled (`AzureWebJobs.<name>.Disabled`, as
+   on Azure), `GET /api/ping` and `POST /api/imports` as in 1; this is the intake path itself,
+   without the same two cores also processing every accepted job;
 1. `GET /api/ping` (a bare sync function on the same server) and `POST /api/imports` (JWT
    verification, body checks, blob policy, blob verification, canonical hash, one Job + Outbox
    transaction) are each driven with `--requests` requests by `--concurrency` clients; requests/s
-   and p50/p99 latency, and the intake/ping ratio;
+   and p50/p99 latency, and the intake/ping ratio, on the full pipeline (workers running);
 2. burst processing: the jobs DB is polled until the accepted burst is Completed (the steady-rate
    run starts after it; `--settle S` starts it a fixed S seconds after the burst instead);
 3. end-to-end: imports submitted at `--rate` per second for `--seconds`; latency from the 202
@@ -30,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -79,6 +84,56 @@ async def wait_until_completed(data: Path, expected: int, *, began: float, limit
             return round(time.perf_counter() - began, 3)
         await asyncio.sleep(0.05)
     return None
+
+
+# Functions whose work follows an accepted import; disabled for the intake-alone measurement.
+WORKERS_DISABLED = {f"AzureWebJobs.{name}.Disabled": "true"
+                    for name in ("process_import", "process_ocr", "dispatch_outbox", "watchdog")}
+
+
+@contextmanager
+def running_host(folder: Path, settings: dict[str, str]) -> Iterator[tuple[str, Path]]:
+    """`funchost start` on a private copy of the app, with the sample CSV uploaded."""
+    app, data = folder / "app", folder / "data"
+    shutil.copytree(APP, app, ignore=shutil.ignore_patterns(".funchost", "__pycache__"))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "FUNCHOST_MASTER_KEY": KEY, "IMPORTS_JWT_SECRET": SECRET,
+           "LEDGER_URL": f"http://127.0.0.1:{port}/api/ledger/entries", **settings}
+    subprocess.run([*CLI, "blob", "upload", "imports", "tenant-a/bench/orders.csv", "-", "--app", str(app),
+                    "--data", str(data), "--connection", "ImportsStorage", "--content-type", "text/csv"],
+                   input=CSV, check=True, capture_output=True, env=env)
+    log = (folder / "host.log").open("wb")
+    host = subprocess.Popen([*CLI, "start", str(app), "--port", str(port), "--data", str(data)],
+                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                if httpx.get(f"{base}/admin/host/status", headers={"x-functions-key": KEY}).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        yield base, data
+    finally:
+        host.send_signal(signal.SIGINT)
+        host.wait(60)
+        log.close()
+
+
+async def intake_phase(args: argparse.Namespace, base: str) -> dict:
+    token = jwt.encode({"tid": "tenant-a", "oid": "bench", "exp": int(time.time()) + 7200}, SECRET, "HS256")
+    headers = {"x-functions-key": KEY, "Authorization": f"Bearer {token}"}
+    body = {"containerName": "imports", "blobName": "tenant-a/bench/orders.csv"}
+    limits = httpx.Limits(max_connections=args.concurrency * 2)
+    async with httpx.AsyncClient(base_url=base, timeout=30, limits=limits) as client:
+        await drive(client, lambda i: ("GET", "/api/ping", {}), 50, args.concurrency)  # warm-up
+        ping = await drive(client, lambda i: ("GET", "/api/ping", {}), args.requests, args.concurrency)
+        intake = await drive(client, lambda i: ("POST", "/api/imports", {
+            "json": body, "headers": {**headers, "Idempotency-Key": f"alone-{i}"}}), args.requests, args.concurrency)
+    return {"ping": ping, "intake": intake,
+            "intake_vs_ping": round(intake["requests_per_second"] / ping["requests_per_second"], 3)}
 
 
 async def run(args: argparse.Namespace, base: str, data: Path) -> dict:
@@ -137,31 +192,11 @@ def main() -> int:
                              "the burst's jobs have completed")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="funchost-bench-") as tmp:
-        app, data = Path(tmp) / "app", Path(tmp) / "data"
-        shutil.copytree(APP, app, ignore=shutil.ignore_patterns(".funchost", "__pycache__"))
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        env = {**os.environ, "FUNCHOST_MASTER_KEY": KEY, "IMPORTS_JWT_SECRET": SECRET,
-               "LEDGER_URL": f"http://127.0.0.1:{port}/api/ledger/entries"}
-        subprocess.run([*CLI, "blob", "upload", "imports", "tenant-a/bench/orders.csv", "-", "--app", str(app),
-                        "--data", str(data), "--connection", "ImportsStorage", "--content-type", "text/csv"],
-                       input=CSV, check=True, capture_output=True, env=env)
-        log = (Path(tmp) / "host.log").open("wb")
-        host = subprocess.Popen([*CLI, "start", str(app), "--port", str(port), "--data", str(data)],
-                                stdout=log, stderr=subprocess.STDOUT, env=env)
-        try:
-            base = f"http://127.0.0.1:{port}"
-            for _ in range(300):
-                try:
-                    if httpx.get(f"{base}/admin/host/status", headers={"x-functions-key": KEY}).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    time.sleep(0.1)
+        with running_host(Path(tmp) / "intake", WORKERS_DISABLED) as (base, _data):
+            intake_only = asyncio.run(intake_phase(args, base))
+        with running_host(Path(tmp) / "full", {}) as (base, data):
             figures = asyncio.run(run(args, base, data))
-        finally:
-            host.send_signal(signal.SIGINT)
-            host.wait(60)
+    figures["intake_alone"] = intake_only
     result = {"benchmark": "pipeline", "python": platform.python_version(), "cpus": os.cpu_count(),
               "parameters": vars(args), **figures}
     out = ROOT / "benchmarks" / "results" / "pipeline.json"
