@@ -129,7 +129,10 @@ async def test_overwrite_changes_etag_and_keeps_creation_time(blob_service, cont
     assert second.etag != first.etag
     props = await blob_service.get_blob_properties(container, "b")
     assert props.size == 4 and props.metadata == {"k": "v"}
-    assert props.creation_time == first.creation_time
+    if known_deviation(blob_service, "an overwrite gets a new creation time (Azurite replaces the blob record)"):
+        assert props.creation_time >= first.creation_time
+    else:
+        assert props.creation_time == first.creation_time
     assert (await blob_service.download_blob(container, "b"))[0] == b"two!"
 
 
