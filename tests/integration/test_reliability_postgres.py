@@ -67,6 +67,39 @@ def test_several_hosts_open_the_same_database_at_once(postgres_dsn: str, postgre
     assert not errors and versions == [1, 1, 1, 1]
 
 
+def test_hosts_racing_to_create_a_new_schema_all_succeed(postgres_dsn: str) -> None:
+    """CREATE SCHEMA IF NOT EXISTS is not atomic in PostgreSQL: hosts starting together on a new
+    schema collide on the catalog's unique index; every one of them must still open the store."""
+    import uuid
+
+    import psycopg
+    from psycopg import sql
+
+    errors: list[Exception] = []
+    names = ["t_race_" + uuid.uuid4().hex[:12] for _ in range(15)]
+    try:
+        for name in names:
+            barrier = threading.Barrier(6)
+
+            def open_one(schema: str = name, gate: threading.Barrier = barrier) -> None:
+                try:
+                    gate.wait(timeout=30)
+                    open_postgres(postgres_dsn, schema=schema).close()
+                except Exception as exc:
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=open_one) for _ in range(6)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=60)
+        assert errors == []
+    finally:
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            for name in names:
+                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+
 def test_timestamps_are_timestamptz(store: JobStore) -> None:
     with store.db.transaction() as tx:
         row = tx.one("SELECT data_type FROM information_schema.columns WHERE table_name = 'jobs'"

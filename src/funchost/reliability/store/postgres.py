@@ -83,7 +83,12 @@ class PostgresDatabase(Database):
             )
             if self.schema:
                 ident = pgsql.Identifier(self.schema)
-                conn.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
+                try:
+                    conn.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
+                except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateSchema):
+                    # IF NOT EXISTS is not atomic: a host creating the same schema at the same
+                    # moment makes this one fail on the catalog's unique index. It exists now.
+                    pass
                 conn.execute(pgsql.SQL("SET search_path TO {}").format(ident))
         except psycopg.Error as exc:
             raise _translate(exc) from exc
