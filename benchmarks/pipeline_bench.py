@@ -122,30 +122,38 @@ def running_host(folder: Path, settings: dict[str, str]) -> Iterator[tuple[str, 
         log.close()
 
 
-async def intake_phase(args: argparse.Namespace, base: str) -> dict:
+def request_parts() -> tuple[dict[str, str], dict[str, str]]:
+    """Headers (function key + a tenant-a JWT) and the import body every request uses."""
     token = jwt.encode({"tid": "tenant-a", "oid": "bench", "exp": int(time.time()) + 7200}, SECRET, "HS256")
     headers = {"x-functions-key": KEY, "Authorization": f"Bearer {token}"}
-    body = {"containerName": "imports", "blobName": "tenant-a/bench/orders.csv"}
-    limits = httpx.Limits(max_connections=args.concurrency * 2)
-    async with httpx.AsyncClient(base_url=base, timeout=30, limits=limits) as client:
-        await drive(client, lambda i: ("GET", "/api/ping", {}), 50, args.concurrency)  # warm-up
-        ping = await drive(client, lambda i: ("GET", "/api/ping", {}), args.requests, args.concurrency)
-        intake = await drive(client, lambda i: ("POST", "/api/imports", {
-            "json": body, "headers": {**headers, "Idempotency-Key": f"alone-{i}"}}), args.requests, args.concurrency)
+    return headers, {"containerName": "imports", "blobName": "tenant-a/bench/orders.csv"}
+
+
+def new_client(args: argparse.Namespace, base: str) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=base, timeout=30, limits=httpx.Limits(max_connections=args.concurrency * 2))
+
+
+async def ping_and_intake(client: httpx.AsyncClient, args: argparse.Namespace, key_prefix: str) -> dict:
+    """`--requests` pings (after a warm-up), then as many imports with fresh idempotency keys."""
+    headers, body = request_parts()
+    await drive(client, lambda i: ("GET", "/api/ping", {}), 50, args.concurrency)  # warm-up
+    ping = await drive(client, lambda i: ("GET", "/api/ping", {}), args.requests, args.concurrency)
+    intake = await drive(client, lambda i: ("POST", "/api/imports", {
+        "json": body, "headers": {**headers, "Idempotency-Key": f"{key_prefix}-{i}"}}), args.requests, args.concurrency)
     return {"ping": ping, "intake": intake,
             "intake_vs_ping": round(intake["requests_per_second"] / ping["requests_per_second"], 3)}
 
 
+async def intake_phase(args: argparse.Namespace, base: str) -> dict:
+    async with new_client(args, base) as client:
+        return await ping_and_intake(client, args, "alone")
+
+
 async def run(args: argparse.Namespace, base: str, data: Path) -> dict:
-    token = jwt.encode({"tid": "tenant-a", "oid": "bench", "exp": int(time.time()) + 7200}, SECRET, "HS256")
-    headers = {"x-functions-key": KEY, "Authorization": f"Bearer {token}"}
-    body = {"containerName": "imports", "blobName": "tenant-a/bench/orders.csv"}
-    limits = httpx.Limits(max_connections=args.concurrency * 2)
-    async with httpx.AsyncClient(base_url=base, timeout=30, limits=limits) as client:
-        await drive(client, lambda i: ("GET", "/api/ping", {}), 50, args.concurrency)  # warm-up
-        ping = await drive(client, lambda i: ("GET", "/api/ping", {}), args.requests, args.concurrency)
-        intake = await drive(client, lambda i: ("POST", "/api/imports", {
-            "json": body, "headers": {**headers, "Idempotency-Key": f"bench-{i}"}}), args.requests, args.concurrency)
+    headers, body = request_parts()
+    async with new_client(args, base) as client:
+        first = await ping_and_intake(client, args, "bench")
+        ping, intake = first["ping"], first["intake"]
         # the accepted burst is processed by the same host: wait until it is done (every job
         # Completed) so the steady-rate run measures latency, not the tail of the burst's backlog
         if args.settle is None:
