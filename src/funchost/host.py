@@ -197,7 +197,7 @@ class Host:
         for service in reversed(self._services):
             await _quietly(service.stop(), "host service")
         if self._executor is not None:
-            await _quietly(self._executor.stop(timeout=30), "executor")
+            await _quietly(self._executor.stop(), "executor")
         if self.runtime is not None:
             await _quietly(self.runtime.storage.aclose(), "storage")
             if get_current() is self.runtime:

@@ -15,8 +15,7 @@ from azure.functions.meta import Datum
 
 from funchost.errors import InvocationError
 from funchost.indexing.parameters import _uses_generic, converter
-from funchost.indexing.spec import EMPTY, BindingSpec, FunctionSpec, ParameterSpec
-from funchost.invocation.context import OutValue
+from funchost.indexing.spec import EMPTY, BindingSpec, ParameterSpec
 
 
 def generic_decode(datum: Datum | None) -> Any:
@@ -69,10 +68,6 @@ def _generic_str(datum: Datum | None, metadata: Mapping[str, Datum] | None) -> A
     return bytes(value).decode("utf-8") if isinstance(value, bytes | bytearray) else value
 
 
-def decode(param: ParameterSpec, datum: Datum | None, metadata: Mapping[str, Datum] | None) -> Any:
-    return decoder_for(param)(datum, metadata)
-
-
 def generic_encode(value: Any) -> Datum | None:
     if value is None:
         return None
@@ -112,10 +107,3 @@ def encoder_for(binding: BindingSpec, annotation: Any) -> Encoder:
     return library
 
 
-def encode(binding: BindingSpec, value: Any, annotation: Any) -> Datum | None:
-    """Encode one output value; None = the output is not sent."""
-    return encoder_for(binding, annotation)(value)
-
-
-def new_outputs(function: FunctionSpec) -> dict[str, OutValue]:
-    return {p.name: OutValue() for p in function.parameters if p.binding is not None and p.binding.direction == "out"}

@@ -65,7 +65,6 @@ class Executor:
         self._plans: dict[str, InvocationPlan] = {}
         self._rng = rng or random.Random()
         self._stopping = asyncio.Event()
-        self._tasks: set[asyncio.Future[Any]] = set()
         self.runtime: Runtime | None = None  # set by the host once the Runtime exists
 
     # -- public ----------------------------------------------------------------------------------
@@ -102,17 +101,9 @@ class Executor:
             retry_context = RetryContext(attempt, options.max_retry_count, _rpc_exception(error))
             current = replace(request, invocation_id=new_invocation_id())
 
-    async def invoke_in_background(self, request: InvocationRequest) -> asyncio.Task[InvocationResult]:
-        task = asyncio.get_running_loop().create_task(self.invoke(request))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
-    async def stop(self, timeout: float | None = None) -> None:
-        """Stop retry waits and wait for background invocations."""
+    async def stop(self) -> None:
+        """End retry waits (the attempt in progress finishes); callers drain their own work."""
         self._stopping.set()
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=timeout)
         self._pool.shutdown()
 
     # -- one attempt -----------------------------------------------------------------------------

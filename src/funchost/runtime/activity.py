@@ -11,8 +11,6 @@ managers are thin wrappers for the less frequent callers).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 _lock = threading.Lock()
 _in_flight = 0
@@ -57,15 +55,6 @@ def function_started(invocation_id: str) -> None:
 def function_finished(invocation_id: str) -> None:
     with _lock:
         _running.discard(invocation_id)
-
-
-@contextmanager
-def running_function(invocation_id: str) -> Iterator[None]:
-    function_started(invocation_id)
-    try:
-        yield
-    finally:
-        function_finished(invocation_id)
 
 
 def in_flight() -> int:

@@ -255,7 +255,7 @@ async def test_a_stop_during_a_retry_wait_marks_the_result_abandoned(tmp_path: P
         function_app.app.clock_now = host.clock.monotonic
         task = asyncio.create_task(host.runtime.invoker.invoke(timer_request(host, "fixed")))
         await host.advance(1)  # first attempt failed; waiting 10 s for the retry
-        await host.runtime.invoker.stop(timeout=1)
+        await host.runtime.invoker.stop()
         result = await asyncio.wait_for(task, 5)
         assert not result.succeeded and result.abandoned and result.attempts == 1
     finally:
