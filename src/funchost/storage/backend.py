@@ -95,11 +95,6 @@ class EmbeddedStorage:
 
         return self._service("queue", account, SqliteQueueService)  # type: ignore[no-any-return]
 
-    def blobs_for_account(self, account: str) -> BlobService:
-        from funchost.storage.sqlite.blobs import SqliteBlobService
-
-        return self._service("blob", account, SqliteBlobService)  # type: ignore[no-any-return]
-
     async def aclose(self) -> None:
         for service in list(self._services.values()):
             close = getattr(service, "aclose", None)

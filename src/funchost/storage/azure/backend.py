@@ -65,9 +65,6 @@ class AzureStorage:
         """The queue service of an account already reached through some connection."""
         return self._for_account("queue", account)  # type: ignore[no-any-return]
 
-    def blobs_for_account(self, account: str) -> AzureBlobService:
-        return self._for_account("blob", account)  # type: ignore[no-any-return]
-
     def _for_account(self, service: str, account: str) -> Any:
         with self._lock:
             for (kind, _, _), svc in self._services.items():
