@@ -11,6 +11,7 @@ from pathlib import Path
 from funchost.clock import SystemClock
 from funchost.errors import FunchostError
 from funchost.settings.app_settings import AppSettings
+from funchost.settings.exported import exported_settings
 from funchost.settings.local_settings import load_local_settings
 from funchost.storage.backend import StorageBackend, create_backend
 
@@ -36,7 +37,7 @@ def open_storage(args: argparse.Namespace) -> StorageContext:
     app_dir = Path(args.app).resolve()
     data_dir = Path(args.data).resolve() if args.data else app_dir / ".funchost"
     local = load_local_settings(app_dir)
-    settings = AppSettings(local.values)
+    settings = AppSettings(exported_settings(local, None))
     backend = create_backend(args.storage, data_dir, settings, SystemClock())
     return StorageContext(app_dir, data_dir, settings, backend)
 

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -8,6 +10,7 @@ import pytest
 from funchost.errors import ConfigError
 from funchost.settings.app_settings import AppSettings
 from funchost.settings.connections import DEVSTORE_ACCOUNT, resolve_storage_connection
+from funchost.settings.exported import export, exported_settings
 from funchost.settings.host_json import load_host_json, parse_host_json
 from funchost.settings.local_settings import load_local_settings
 from funchost.settings.timespan import parse_timespan
@@ -115,3 +118,69 @@ def test_app_settings_override_host_json_keys(tmp_path: Path) -> None:
     assert options.log_levels == {"default": "Warning"}
     with pytest.raises(ConfigError, match="host.json: extensions.queues.batchSzie"):
         load_host_json(tmp_path, AppSettings({}, environ={"AzureFunctionsJobHost__extensions__queues__batchSzie": "3"}))
+
+
+def test_connection_strings_are_looked_up_first_and_the_prefixed_name_wins() -> None:
+    # WebJobs' GetWebJobsConnectionSection: AzureWebJobs<Name> before <Name>, each first in ConnectionStrings.
+    settings = AppSettings({
+        "ConnectionStrings:Orders": "AccountName=fromsection;AccountKey=a2V5",
+        "Orders": "AccountName=fromroot;AccountKey=a2V5",
+        "AzureWebJobsBoth": "AccountName=prefixed;AccountKey=a2V5",
+        "Both": "AccountName=exact;AccountKey=a2V5",
+    }, environ={"ConnectionStrings__Env": "AccountName=fromenv;AccountKey=a2V5"})
+    orders = resolve_storage_connection("Orders", settings)
+    assert (orders.setting_name, orders.account_name) == ("ConnectionStrings:Orders", "fromsection")
+    assert resolve_storage_connection("Both", settings).account_name == "prefixed"
+    assert resolve_storage_connection("Env", settings).account_name == "fromenv"
+
+
+def test_local_connection_strings_are_exported_as_core_tools_does(tmp_path: Path,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / "local.settings.json").write_text(json.dumps({
+        "Values": {"AZURE_FUNCTIONS_ENVIRONMENT": "Production", "X": "1"},
+        "ConnectionStrings": {"Sql": "Server=db", "Obj": {"ConnectionString": "Server=obj", "ProviderName": "p"}},
+    }))
+    local = load_local_settings(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="funchost.config"):
+        values = exported_settings(local, 7072, warn=True)
+    assert values == {"X": "1", "ConnectionStrings:Sql": "Server=db", "ConnectionStrings:Obj": "Server=obj",
+                      "WEBSITE_HOSTNAME": "localhost:7072", "AZURE_FUNCTIONS_ENVIRONMENT": "Development"}
+    assert "AZURE_FUNCTIONS_ENVIRONMENT already exists with value 'Production', overriding to 'Development'." \
+        in caplog.messages
+    assert "WEBSITE_HOSTNAME" not in exported_settings(local, 0)  # a port picked at bind: set later
+    environ = {"X": "real"}
+    export(values, environ)
+    assert environ["X"] == "real" and environ["ConnectionStrings:Sql"] == "Server=db"
+    (tmp_path / "local.settings.json").write_text(json.dumps({"ConnectionStrings": {"Bad": 5}}))
+    with pytest.raises(ConfigError, match="ConnectionStrings.Bad"):
+        load_local_settings(tmp_path)
+
+
+def test_the_host_exports_connection_strings_hostname_and_environment(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from funchost.host import Host, HostConfig
+    from funchost.testing import write_app
+
+    monkeypatch.setattr(os, "environ", {k: v for k, v in os.environ.items()
+                                        if k not in ("WEBSITE_HOSTNAME", "AZURE_FUNCTIONS_ENVIRONMENT")})
+    write_app(tmp_path / "app", """
+        import os
+        import azure.functions as func
+        app = func.FunctionApp()
+        SEEN = {k: os.environ.get(k) for k in ("ConnectionStrings:Jobs", "WEBSITE_HOSTNAME",
+                                                "AZURE_FUNCTIONS_ENVIRONMENT")}
+
+        @app.queue_trigger(arg_name="m", queue_name="jobs", connection="Jobs")
+        def f(m: func.QueueMessage) -> None:
+            pass
+    """)
+    local = json.loads((tmp_path / "app" / "local.settings.json").read_text())
+    local["ConnectionStrings"] = {"Jobs": "UseDevelopmentStorage=true"}
+    (tmp_path / "app" / "local.settings.json").write_text(json.dumps(local))
+    host = Host(HostConfig(app_dir=tmp_path / "app", data_dir=tmp_path / "data", port=7099))
+    runtime = host.load()
+    import function_app
+
+    assert function_app.SEEN == {"ConnectionStrings:Jobs": "UseDevelopmentStorage=true",
+                                 "WEBSITE_HOSTNAME": "localhost:7099", "AZURE_FUNCTIONS_ENVIRONMENT": "Development"}
+    assert runtime.storage.connection("Jobs").setting_name == "ConnectionStrings:Jobs"
