@@ -16,13 +16,13 @@ from funchost.settings.local_settings import load_local_settings
 from funchost.storage.backend import StorageBackend, create_backend
 
 
-def add_storage_options(parser: argparse.ArgumentParser) -> None:
+def add_storage_options(parser: argparse.ArgumentParser, *, default_connection: str = "AzureWebJobsStorage") -> None:
     parser.add_argument("--app", default=".", metavar="APP_DIR",
                         help="function app folder (for local.settings.json and the data folder)")
     parser.add_argument("--data", default=None, metavar="DIR", help="data folder (default APP_DIR/.funchost)")
     parser.add_argument("--storage", choices=("embedded", "azure"), default="embedded")
     parser.add_argument("--connection", default=None, metavar="SETTING",
-                        help="connection setting name (default AzureWebJobsStorage)")
+                        help=f"connection setting name (default {default_connection})")
 
 
 @dataclass
