@@ -54,17 +54,47 @@ def test_host_json_requires_version_and_names_typos() -> None:
 
 def test_host_json_timeout_and_known_keys_warn_once(caplog: pytest.LogCaptureFixture) -> None:
     options = parse_host_json({"version": "2.0", "functionTimeout": "00:00:10",
-                               "extensionBundle": {"id": "Microsoft.Azure.Functions.ExtensionBundle"},
-                               "logging": {"applicationInsights": {}}})
+                               "healthMonitor": {"enabled": True},
+                               "logging": {"console": {"isEnabled": True}}})
     assert options.function_timeout == 10.0
     assert len(options.warnings) == 2
-    assert any("extensionBundle" in w for w in options.warnings)
+    assert any("healthMonitor" in w for w in options.warnings)
+    assert any("logging.console" in w for w in options.warnings)
     assert parse_host_json({"version": "2.0", "functionTimeout": "-1"}).function_timeout is None
     # infinite is any TimeSpan equal to -1 day, as the host compares it; a JSON number too
     for infinite in (-1, "-1:00:00:00", "-1.0:0:0"):
         assert parse_host_json({"version": "2.0", "functionTimeout": infinite}).function_timeout is None
     with pytest.raises(ConfigError, match="at least 1"):
         parse_host_json({"version": "2.0", "functionTimeout": "00:00:00"})
+
+
+STOCK_TEMPLATE = {  # host.json of `func init --worker-runtime python`, in most real apps
+    "version": "2.0",
+    "logging": {"applicationInsights": {"samplingSettings": {"isEnabled": True, "excludedTypes": "Request"}}},
+    "extensionBundle": {"id": "Microsoft.Azure.Functions.ExtensionBundle", "version": "[4.*, 5.0.0)"},
+}
+
+
+def test_the_stock_template_and_a_host_written_file_start_without_warnings(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="funchost.config"):
+        assert parse_host_json(STOCK_TEMPLATE).warnings == ()
+        assert parse_host_json({"version": "2.0", "isDefaultHostConfig": True}).warnings == ()
+    assert [r.levelno for r in caplog.records] == [logging.DEBUG] * 3
+
+
+def test_keys_the_functions_host_ignores_get_one_warning_and_typos_stay_errors() -> None:
+    options = parse_host_json({"version": "2.0", "myTeamNote": "x", "owner": {"name": "ops"},
+                               "extensions": {"openAI": {}, "queues": {"batchSize": 4}}})
+    assert options.warnings == (
+        "host.json: 'extensions.openAI' is not an extension funchost knows; ignored",
+        "host.json: unknown top-level key(s) 'myTeamNote', 'owner' ignored, as the Functions host ignores them",
+    )
+    with pytest.raises(ConfigError, match=r"host.json: extensionBundel: unknown key \(did you mean 'extensionbundle'"):
+        parse_host_json({"version": "2.0", "extensionBundel": {}})
+    with pytest.raises(ConfigError, match=r"host.json: extensions.queue: unknown key \(did you mean 'queues'"):
+        parse_host_json({"version": "2.0", "extensions": {"queue": {}}})
+    with pytest.raises(ConfigError, match="host.json: extensions.queues.batchSzie"):
+        parse_host_json({"version": "2.0", "extensions": {"queues": {"batchSzie": 4}}})
 
 
 def test_missing_host_json_means_defaults(tmp_path: Path) -> None:
