@@ -90,7 +90,7 @@ class EventGridService:
         if getattr(storage, "kind", "") != "embedded":
             log.log(logging.WARNING if self._detail_level == logging.INFO else logging.DEBUG,
                     "eventgrid: system topic '%s' needs the embedded blob store; blob events are not "
-                        "emulated with --storage %s", topic.name, getattr(storage, "kind", "?"))
+                    "emulated with --storage %s", topic.name, getattr(storage, "kind", "?"))
             return
         blobs = storage.blobs(topic.connection)
         account = storage.connection(topic.connection, "blob").account_name

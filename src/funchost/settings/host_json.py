@@ -39,7 +39,7 @@ EXTENSION_PARSERS: dict[str, str] = {
 # Known to the Functions host but not emulated: accepted with one warning.
 KNOWN_EXTENSIONS = {"serviceBus", "eventHubs", "durableTask", "kafka", "sql", "rabbitMQ", "sendGrid",
                     "mysql", "tables", "signalR", "webPubSub", "dapr", "mcp"}
-KNOWN_TOP_LEVEL = {"extensionBundle", "healthMonitor", "managedDependency", "watchDirectories",
+KNOWN_TOP_LEVEL = {"healthMonitor", "managedDependency", "watchDirectories",
                    "watchFiles", "aggregator", "customHandler", "concurrency", "telemetryMode",
                    "languageWorkers", "functions", "fileWatchingEnabled", "sendCanceledInvocationsToWorker"}
 KNOWN_LOGGING = {"fileLoggingMode", "console"}
@@ -190,11 +190,11 @@ def _extensions(section: SectionReader, warnings: list[str]) -> dict[str, Any]:
     return parsed
 
 
-def _known_keys(reader: SectionReader, emulated_elsewhere: set[str], quiet: set[str], prefix: str,
+def _known_keys(reader: SectionReader, not_emulated: set[str], quiet: set[str], prefix: str,
                 warnings: list[str]) -> None:
     """Accept keys funchost knows but does not emulate: one warning each, or a debug line for the
     `quiet` ones. Every name is declared, so a near miss of one is reported as a typo."""
-    for key in sorted(emulated_elsewhere | quiet):
+    for key in sorted(not_emulated | quiet):
         present = reader.has(key)
         reader.raw(key)
         if present and key in quiet:
