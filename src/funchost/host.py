@@ -82,7 +82,7 @@ class Host:
         """Read configuration and index the app. Raises AppLoadError / ConfigError."""
         local = load_local_settings(self.app_dir)
         self.port = self.config.port if self.config.port is not None else local.local_http_port or DEFAULT_PORT
-        exported = exported_settings(local, self.port, warn=True)  # 0 = pick a free port: hostname set once bound
+        exported = exported_settings(local, self.port, warn=True)  # port 0: hostname exported once bound
         if self.config.apply_environment:
             export(exported, os.environ)
         environ = dict(os.environ)

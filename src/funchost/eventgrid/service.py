@@ -152,8 +152,8 @@ class EventGridService:
         await self.store.append(topic.name, topic.input_schema, routed, self.clock.now().timestamp())
         self.engine.notify()
         matched = sum(len(r.targets) for r in routed)
-        log.debug("Published %d event(s) to Event Grid topic '%s' (%d deliveries)", len(events), topic.name, matched,
-                  extra={"event": "EventGridPublished", "topic": topic.name, "events": len(events),
+        log.debug("Published %d event(s) to Event Grid topic '%s' (%d deliveries)",
+                  len(events), topic.name, matched, extra={"event": "EventGridPublished", "topic": topic.name, "events": len(events),
                          "deliveries": matched})
         return len(events)
 
