@@ -33,6 +33,7 @@ from funchost.runtime.fault_storage import FaultInjectingStorage
 from funchost.runtime.faults import FaultInjector
 from funchost.runtime.signals import Signals
 from funchost.settings.app_settings import AppSettings
+from funchost.settings.exported import HOSTNAME, export, exported_settings, hostname
 from funchost.settings.host_json import load_host_json
 from funchost.settings.local_settings import load_local_settings
 from funchost.storage.backend import create_backend
@@ -80,12 +81,13 @@ class Host:
     def load(self) -> Runtime:
         """Read configuration and index the app. Raises AppLoadError / ConfigError."""
         local = load_local_settings(self.app_dir)
+        self.port = self.config.port if self.config.port is not None else local.local_http_port or DEFAULT_PORT
+        exported = exported_settings(local, self.port, warn=True)  # port 0: hostname exported once bound
         if self.config.apply_environment:
-            for name, value in local.values.items():
-                os.environ.setdefault(name, value)
+            export(exported, os.environ)
         environ = dict(os.environ)
         environ.update(self.config.settings_override)
-        settings = AppSettings(local.values, environ=environ)
+        settings = AppSettings(exported, environ=environ)
         options = load_host_json(self.app_dir, settings)
         self.functions = index_app(self.app_dir, settings, options.retry)
         clock = self.config.clock or SystemClock()
@@ -106,10 +108,6 @@ class Host:
             host_id=host_id_for(self.app_dir, settings),
         )
         self._executor.runtime = runtime
-        if self.config.port is not None:
-            self.port = self.config.port  # 0 = pick a free port
-        else:
-            self.port = local.local_http_port or DEFAULT_PORT
         runtime.services["http.base_url"] = f"http://localhost:{self.port}"
         runtime.services["host.status"] = self.status
         runtime.services["host"] = self
@@ -184,6 +182,8 @@ class Host:
         await self.http_server.start()
         self.port = self.http_server.port
         runtime.services["http.base_url"] = f"http://localhost:{self.port}"
+        if self.config.apply_environment:
+            export({HOSTNAME: hostname(self.port)}, os.environ)  # when the port was picked at bind
 
     async def stop(self) -> None:
         """Graceful: HTTP in-flight finish, listeners finish their work, then close storage."""

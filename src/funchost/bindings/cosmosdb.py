@@ -16,6 +16,7 @@ from typing import Any
 
 from azure.functions.meta import Datum
 
+from funchost.bindings.cosmosdb_v3 import v3_properties_problem
 from funchost.bindings.expressions import ExpressionResolver, parameter_names
 from funchost.documents import use_backend
 from funchost.documents.aio import ContainerProxy
@@ -44,10 +45,10 @@ class CosmosDBBindingSupport:
 
     def validate(self, binding: BindingSpec, function: FunctionSpec, runtime: Runtime) -> None:
         use_backend(runtime.storage)
-        problem = None
-        if not binding.get("databaseName") or not binding.get("containerName"):
+        problem = v3_properties_problem(binding)
+        if problem is None and (not binding.get("databaseName") or not binding.get("containerName")):
             problem = "needs 'databaseName' and 'containerName'"
-        elif binding.direction == "in" and binding.get("id") and binding.get("sqlQuery"):
+        elif problem is None and binding.direction == "in" and binding.get("id") and binding.get("sqlQuery"):
             problem = "use either 'id' (with 'partitionKey') or 'sqlQuery', not both"
         if problem:
             raise AppLoadError(f"Cosmos DB binding '{binding.name}' {problem}", file=function.script_file,

@@ -61,15 +61,35 @@ def _run_loop(host: Host, output: str, started: float) -> int:
         return runner.run(_serve(host, output, started))
 
 
+# A repeat this soon is the same stop request delivered twice: coreutils `timeout` signals the
+# child and then its whole process group, so one `timeout` can deliver SIGTERM twice.
+DUPLICATE_SIGNAL_WINDOW = 1.0  # seconds
+
+
+class StopRequests:
+    """The first stop signal stops gracefully; a repeat within the window is the same request;
+    a later one (Ctrl+C pressed again while stopping) forces the stop."""
+
+    def __init__(self, window: float = DUPLICATE_SIGNAL_WINDOW) -> None:
+        self.window = window
+        self._first: float | None = None
+
+    def on_signal(self, now: float) -> str:
+        """'stop', 'duplicate' or 'force', for a signal received at monotonic time `now`."""
+        if self._first is None:
+            self._first = now
+            return "stop"
+        return "duplicate" if now - self._first < self.window else "force"
+
+
 async def _serve(host: Host, output: str, started: float) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    signals_seen = 0
+    requests = StopRequests()
 
     def on_signal() -> None:
-        nonlocal signals_seen
-        signals_seen += 1
-        if signals_seen > 1:
+        decision = requests.on_signal(time.monotonic())
+        if decision == "force":
             logs.print_line("Forced stop.", output=output, event="HostForcedStop")
             raise SystemExit(130)
         stop.set()

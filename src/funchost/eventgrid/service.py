@@ -41,6 +41,14 @@ def eventgrid_functions(runtime: Runtime) -> list[str]:
     return [f.name for f in runtime.functions.values() if f.trigger_type == "eventGridTrigger"]
 
 
+def uses_event_grid(runtime: Runtime, config: EventGridConfig) -> bool:
+    """An Event Grid function or output binding, or an eventgrid.json: then the topic endpoints
+    are worth a line at start; otherwise the default topics exist quietly (debug level)."""
+    return config.from_file or any(
+        f.trigger_type == "eventGridTrigger" or any(b.type == "eventGrid" for b in f.bindings)
+        for f in runtime.functions.values())
+
+
 class EventGridService:
     def __init__(self, runtime: Runtime, config: EventGridConfig, store: EventStore,
                  keys: dict[str, TopicKeys]) -> None:
@@ -64,6 +72,7 @@ class EventGridService:
         self.watchers: list[BlobEventWatcher] = []
         self._mounts: list[tuple[str, Any]] = []
         self._poll_interval = CROSS_PROCESS_POLL if real_time else 3600.0
+        self._detail_level = logging.INFO if uses_event_grid(runtime, config) else logging.DEBUG
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -74,13 +83,14 @@ class EventGridService:
                 await self._watch(topic)
         await self.engine.start()
         for line in self.describe():
-            log.info(line)
+            log.log(self._detail_level, line)
 
     async def _watch(self, topic: TopicConfig) -> None:
         storage = self.runtime.storage
         if getattr(storage, "kind", "") != "embedded":
-            log.warning("eventgrid: system topic '%s' needs the embedded blob store; blob events are not "
-                        "emulated with --storage %s", topic.name, getattr(storage, "kind", "?"))
+            log.log(logging.WARNING if self._detail_level == logging.INFO else logging.DEBUG,
+                    "eventgrid: system topic '%s' needs the embedded blob store; blob events are not "
+                    "emulated with --storage %s", topic.name, getattr(storage, "kind", "?"))
             return
         blobs = storage.blobs(topic.connection)
         account = storage.connection(topic.connection, "blob").account_name
@@ -142,7 +152,9 @@ class EventGridService:
         await self.store.append(topic.name, topic.input_schema, routed, self.clock.now().timestamp())
         self.engine.notify()
         matched = sum(len(r.targets) for r in routed)
-        log.info("eventgrid.published topic=%s events=%d deliveries=%d", topic.name, len(events), matched)
+        log.debug("Published %d event(s) to Event Grid topic '%s' (%d deliveries)",
+                  len(events), topic.name, matched, extra={"event": "EventGridPublished", "topic": topic.name, "events": len(events),
+                         "deliveries": matched})
         return len(events)
 
     def describe(self) -> list[str]:

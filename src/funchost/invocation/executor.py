@@ -303,7 +303,7 @@ class InvocationPlan:
         self.has_inputs = bool(self.inputs)
         returned = function.return_binding
         self.return_name = returned.name if returned is not None else ""
-        self.return_encoder = (arguments.encoder_for(returned, function.return_annotation)
+        self.return_encoder = (arguments.return_encoder_for(returned, function.return_annotation)
                                if returned is not None else None)
         # Outputs a binding provider writes (by name, first binding of that name as before).
         writable: dict[str, BindingSpec] = {}

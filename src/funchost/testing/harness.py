@@ -21,9 +21,11 @@ from funchost.invocation.contracts import InvocationResult
 from funchost.runtime import activity, registry
 from funchost.runtime.contracts import Runtime
 from funchost.runtime.faults import FaultInjector
+from funchost.settings.exported import exported_settings
 from funchost.settings.local_settings import load_local_settings
 
 RUNNING_GRACE = 0.2  # real seconds a running function may take before time moves on without it
+HARNESS_PORT = 7071  # the port of the in-process client's base URL (no socket is opened)
 
 
 def write_app(folder: Path, code: str, *, host_json: Mapping[str, Any] | None = None,
@@ -195,7 +197,7 @@ class HostHarness:
                 runtime.services["http.keys"] = keys
             app = create_asgi_app(runtime, keys)
             self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                             base_url="http://localhost:7071")
+                                             base_url=f"http://localhost:{HARNESS_PORT}")
         return self._client
 
     async def invoke(self, function_name: str, input: Any = None) -> InvocationResult:
@@ -212,7 +214,7 @@ class HostHarness:
 
     def _export_environment(self) -> None:
         """Apps read settings from os.environ; set them for the test and restore afterwards."""
-        values = dict(load_local_settings(self.app_dir).values)
+        values = exported_settings(load_local_settings(self.app_dir), HARNESS_PORT)
         values.update(self.settings)
         for name, value in values.items():
             if name in os.environ and name not in self.settings:

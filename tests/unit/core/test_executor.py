@@ -172,7 +172,7 @@ async def test_fixed_delay_retries_with_retry_context(tmp_path: Path) -> None:
     result, calls = await _run_with_retries(tmp_path, "fixed", 100)
     assert not result.succeeded and result.attempts == 3  # 1 + max_retry_count
     assert [(c[0], c[1]) for c in calls] == [(0, 2), (1, 2), (2, 2)]
-    assert calls[0][2] is None
+    assert calls[0][2] == ""  # no previous failure: the protobuf default, an empty RpcException
     assert calls[1][2] == "ValueError: attempt 1 failed"
     assert calls[2][2] == "ValueError: attempt 2 failed"
     assert [c[3] for c in calls] == [0, 10, 20]
@@ -291,5 +291,29 @@ async def test_a_disabled_function_has_no_listener(tmp_path: Path) -> None:
         assert await host.queues.count("work") == 1  # the message waits for an enabled host
         assert "worker" not in host.host.listeners
         assert dict(host.host.describe_functions())["worker"] == "queueTrigger (disabled)"
+    finally:
+        await host.stop()
+
+
+NO_POLICY_APP = f"""
+import azure.functions as func
+app = func.FunctionApp()
+seen = []
+
+@app.timer_trigger(arg_name="t", schedule="{NEVER}")
+def no_policy(t: func.TimerRequest, context: func.Context) -> None:
+    rc = context.retry_context
+    seen.append((rc.retry_count, rc.max_retry_count, rc.rpc_exception.message, rc.rpc_exception.stack_trace))
+"""
+
+
+async def test_the_retry_context_exists_without_a_retry_policy(tmp_path: Path) -> None:
+    host = await start(tmp_path, NO_POLICY_APP)
+    try:
+        import function_app
+
+        result = await host.runtime.invoker.invoke(timer_request(host, "no_policy"))
+        assert result.succeeded, result.error
+        assert function_app.seen == [(0, 0, "", "")]
     finally:
         await host.stop()

@@ -25,6 +25,7 @@ from funchost.storage.sqlite.documents import ContainerInfo, SqliteDocumentStore
 from funchost.triggers.changefeed import bootstrap
 from funchost.triggers.changefeed.balancer import select_leases_to_take
 from funchost.triggers.changefeed.leases import Lease, LeaseLost, LeaseManager, lease_prefix
+from funchost.triggers.changefeed.messages import missing_container_message, missing_in_store
 from funchost.triggers.changefeed.options import TriggerOptions
 from funchost.triggers.changefeed.processor import FeedSource, LeaseProcessor
 
@@ -36,13 +37,6 @@ LEASE_PK_MESSAGE = "The lease container, if partitioned, must have partition key
 def documents_topic(store_name: str, database: str, container: str) -> tuple[str, str, str, str]:
     """Signals topic published after an in-process write to a container."""
     return ("documents", store_name, database, container)
-
-
-def missing_container_message(o: TriggerOptions) -> str:
-    return (f"Either the source container '{o.container}' (in database '{o.database}')  or the lease container "
-            f"'{o.lease_container}' (in database '{o.lease_database}') does not exist. Both containers must exist "
-            "before the listener starts. To automatically create the lease container, set "
-            "'CreateLeaseContainerIfNotExists' to 'true'.")
 
 
 class ChangeFeedListener:
@@ -68,12 +62,14 @@ class ChangeFeedListener:
         o = self.options
         store: SqliteDocumentStore = self.runtime.storage.documents(o.connection)
         lease_store: SqliteDocumentStore = self.runtime.storage.documents(o.lease_connection)
+        missing = missing_in_store(store, o.database, o.container, self.runtime)
         try:
             monitored = await store.run(lambda c: store.get_container(c, o.database, o.container))
+            missing = missing_in_store(lease_store, o.lease_database, o.lease_container, self.runtime, lease=True)
             lease_info = await self._lease_container(lease_store)
         except CosmosResourceNotFoundError as exc:
             log.error("Starting the listener for %s failed. Exception: %s.", self._details(), exc)
-            raise ConfigError(missing_container_message(o)) from exc
+            raise ConfigError(missing_container_message(o, missing)) from exc
         if lease_info.partition_key_path not in ("/id", "/partitionKey"):
             raise ConfigError(LEASE_PK_MESSAGE)
         prefix = lease_prefix(o.prefix, store.endpoint_host, monitored.database_rid, monitored.rid)

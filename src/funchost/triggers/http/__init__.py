@@ -2,6 +2,8 @@
 
 Unlike other triggers there is no listener per function: the host starts one `HttpServer`
 (see `server.py`) that routes requests to functions and invokes them through `Runtime.invoker`.
+The one exception is an `AsgiFunctionApp`'s function, whose listener shuts the ASGI app's
+lifespan down at stop (`lifespan.py`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from funchost.errors import AppLoadError, ConfigError, InvalidInput
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
 from funchost.runtime.contracts import Listener, Runtime
+from funchost.triggers.http import lifespan
 from funchost.triggers.http.options import HttpOptions
 from funchost.triggers.http.routing import (
     full_template,
@@ -34,7 +37,7 @@ class HttpTriggerSupport:
                                function=function.name) from exc
 
     def create_listener(self, function: FunctionSpec, runtime: Runtime) -> Listener | None:
-        return None  # the HttpServer drives every HTTP function
+        return lifespan.listener_for(function, runtime)  # the HttpServer drives every HTTP function
 
     def describe(self, function: FunctionSpec, runtime: Runtime) -> str:
         options = runtime.options.extensions.get("http") or HttpOptions()
