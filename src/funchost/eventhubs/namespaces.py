@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from funchost.errors import ConfigError
 from funchost.eventhubs.config import EventHubsConfig, find_config
@@ -32,8 +33,24 @@ from funchost.storage.eventhubs import (
     validate_hub_name,
 )
 
-if TYPE_CHECKING:
-    from funchost.runtime.contracts import Runtime
+
+class HostView(Protocol):
+    """What the service needs of a host: `Runtime` has it, and so does the CLI's view of an app."""
+
+    @property
+    def app_dir(self) -> Path: ...
+
+    @property
+    def settings(self) -> Mapping[str, str]: ...
+
+    @property
+    def storage(self) -> Any: ...
+
+    @property
+    def signals(self) -> Any: ...
+
+    @property
+    def is_development(self) -> bool: ...
 
 log = logging.getLogger("funchost.eventhubs")
 
@@ -56,7 +73,7 @@ class HubTarget:
 
 
 class EventHubsService:
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: HostView) -> None:
         self._runtime = weakref.ref(runtime)  # the registry below must not keep a stopped host alive
         self._config: EventHubsConfig | None = None
         self._config_loaded = False
@@ -64,7 +81,7 @@ class EventHubsService:
         self._brokers: dict[str, EventHubBroker] = {}
 
     @property
-    def runtime(self) -> Runtime:
+    def runtime(self) -> HostView:
         runtime = self._runtime()
         if runtime is None:
             raise RuntimeError("the host of this Event Hubs service is gone")
@@ -159,8 +176,8 @@ class EventHubsService:
 _services: dict[int, tuple[Any, EventHubsService]] = {}
 
 
-def eventhubs_for(runtime: Runtime) -> EventHubsService:
-    """The host's Event Hubs service (one per Runtime, created on first use)."""
+def eventhubs_for(runtime: HostView) -> EventHubsService:
+    """The host's Event Hubs service (one per host, created on first use)."""
     entry = _services.get(id(runtime))
     if entry is not None and entry[0]() is runtime:
         return entry[1]

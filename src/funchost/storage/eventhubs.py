@@ -187,9 +187,10 @@ class EventHubBroker(Protocol):
                    partition_id: str | None = None) -> list[ReceivedEvent]:
         """Append one batch to one partition, atomically; returns the events as stored."""
 
-    async def read(self, hub: str, partition_id: str, position: EventPosition,
-                   max_events: int) -> list[ReceivedEvent]:
-        """Up to `max_events` retained events from `position`, in sequence order (never blocks)."""
+    async def read(self, hub: str, partition_id: str, position: EventPosition, max_events: int, *,
+                   consumer_group: str = DEFAULT_CONSUMER_GROUP) -> list[ReceivedEvent]:
+        """Up to `max_events` retained events from `position`, in sequence order (never blocks long).
+        Reading is the same for every consumer group; a real namespace needs the group to read."""
 
     async def partition_properties(self, hub: str, partition_id: str) -> PartitionProperties: ...
 

@@ -16,8 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from funchost.eventhubs.namespaces import HubTarget, eventhubs_for
-from funchost.runtime.contracts import Runtime
+from funchost.eventhubs.namespaces import HostView, HubTarget, eventhubs_for
 from funchost.settings.messaging_connections import EMBEDDED, EMBEDDED_NAMESPACE, MessagingConnection
 from funchost.storage.eventhubs import (
     DEFAULT_CONSUMER_GROUP,
@@ -40,7 +39,7 @@ def _bytes(body: Body) -> bytes:
 
 
 class EventHubTools:
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: HostView) -> None:
         self.runtime = runtime
         self.service = eventhubs_for(runtime)
 

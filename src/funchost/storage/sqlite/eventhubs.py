@@ -195,7 +195,8 @@ class SqliteEventHubBroker:
 
     # -- read ------------------------------------------------------------------------------------
 
-    async def read(self, hub: str, partition_id: str, position: EventPosition, max_events: int) -> list[ReceivedEvent]:
+    async def read(self, hub: str, partition_id: str, position: EventPosition, max_events: int, *,
+                   consumer_group: str = DEFAULT_CONSUMER_GROUP) -> list[ReceivedEvent]:
         if max_events < 1:
             raise InvalidInput("max_events must be at least 1")
         key = entity_key(hub)

@@ -203,6 +203,8 @@ class EventHubListener:
         self.processors.clear()
         await asyncio.gather(*(p.stop() for p in processors), *self._closing, return_exceptions=True)
         await self._relinquish()
+        if not self.target.connection.is_embedded:
+            await eventhubs_for(self.runtime).aclose()  # SDK clients (re-created if still needed)
         log.debug("EventHub listener stopped (%s)", self._details())
 
     async def _relinquish(self) -> None:

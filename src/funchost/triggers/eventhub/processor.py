@@ -141,7 +141,7 @@ class PartitionProcessor:
         if self.position is None:
             self.position = await self._initial_position()
         size = 1 if s.single_dispatch else s.options.max_event_batch_size
-        events = await s.broker.read(s.hub, self.partition_id, self.position, size)
+        events = await s.broker.read(s.hub, self.partition_id, self.position, size, consumer_group=s.consumer_group)
         if not events:
             return False
         self.position = EventPosition.after_sequence(events[-1].sequence_number)
