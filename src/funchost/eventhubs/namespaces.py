@@ -10,6 +10,7 @@ config) and wakes this host's listeners after a send.
 from __future__ import annotations
 
 import logging
+import sys
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -103,6 +104,10 @@ class EventHubsService:
             why = ("is not defined" if connection.absent else "names the Event Hubs emulator")
             log.info("Event Hubs connection '%s' %s: its functions use funchost's embedded Event Hubs broker.",
                      connection.setting_name, why)
+            if "azure.eventhub" in sys.modules and "azure.eventhub" not in self._announced:
+                self._announced.add("azure.eventhub")  # the app imported the SDK: its clients cannot reach us
+                log.warning("The app imports azure-eventhub: its own clients (EventHubProducerClient, ...) need an "
+                            "AMQP endpoint, which the embedded Event Hubs broker does not serve. Bindings work.")
         return connection
 
     def target(self, connection_name: str | None, hub: str | None) -> HubTarget:
