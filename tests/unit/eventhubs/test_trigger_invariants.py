@@ -234,3 +234,17 @@ async def test_min_batch_size_waits_max_wait_time_for_a_partial_batch(tmp_path, 
     await host.advance(2)
     assert [s[1] for s in seen("many")][-1] == ["e"]  # maxWaitTime passed: partial batch
     assert (await host.eventhubs.checkpoints("many"))["0"].sequence_number == 4
+
+
+async def test_a_failed_checkpoint_write_is_logged_and_the_next_batch_checkpoints(funchost_app, app_dir) -> None:  # type: ignore[no-untyped-def]
+    from funchost.errors import ServiceUnavailable
+
+    host = await funchost_app(app_dir)
+    host.faults.arm("eventhubs.checkpoint.before", ServiceUnavailable("storage unreachable"))
+    await host.eventhubs.send("single", ["one"], partition_id="3")
+    await host.advance(1)
+    assert "3" not in await host.eventhubs.checkpoints("single")
+    await host.eventhubs.send("single", ["two"], partition_id="3")
+    await host.advance(1)
+    assert [s[1] for s in seen("single")] == ["one", "two"]
+    assert (await host.eventhubs.checkpoints("single"))["3"].sequence_number == 1
