@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "funchost.cli.blob",
     "funchost.cli.timer",
     "funchost.cli.events",
+    "funchost.cli.eventhubs",
     "funchost.cli.docs",
 )
 

@@ -12,6 +12,7 @@ Known points (keep this list in sync with the code):
     queue.delete.after / queue.update.after the queue processor after completing / releasing
     function.before / function.after      (around the user function, inside the executor)
     changefeed.checkpoint.before          (before a change-feed lease checkpoint)
+    eventhubs.checkpoint.before           (before an Event Hubs partition checkpoint)
 """
 
 from __future__ import annotations

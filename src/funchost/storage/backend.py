@@ -23,6 +23,7 @@ from funchost.settings.connections import (
 
 if TYPE_CHECKING:
     from funchost.storage.blobs import BlobService
+    from funchost.storage.eventhubs import EventHubBroker
     from funchost.storage.queues import QueueService
 
 
@@ -89,6 +90,16 @@ class EmbeddedStorage:
 
         name = (connection or "").strip() or "CosmosDB"
         return self._service("documents", name, SqliteDocumentStore)
+
+    def eventhubs(self, namespace: str) -> EventHubBroker:
+        """The embedded Event Hubs broker of a namespace (`<data>/storage/eventhubs/<namespace>/`)."""
+        from funchost.storage.sqlite.eventhubs import SqliteEventHubBroker
+
+        key = ("eventhubs", namespace.lower())
+        with self._lock:
+            if key not in self._services:
+                self._services[key] = SqliteEventHubBroker(self.root / "eventhubs" / key[1], key[1], self.clock)
+            return self._services[key]  # type: ignore[no-any-return]
 
     def queues_for_account(self, account: str) -> QueueService:
         from funchost.storage.sqlite.queues import SqliteQueueService

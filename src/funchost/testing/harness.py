@@ -96,6 +96,7 @@ class HostHarness:
         self._graced: set[str] = set()
         self._client: httpx.AsyncClient | None = None
         self.queues: Any = None
+        self.eventhubs: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -108,6 +109,7 @@ class HostHarness:
             self._restore_environment()
             raise
         self.queues = _optional_tool("funchost.testing.queues", "QueueTools", self.runtime)
+        self.eventhubs = _optional_tool("funchost.testing.eventhubs", "EventHubTools", self.runtime)
         await self.wait_until_idle()
         return self
 
