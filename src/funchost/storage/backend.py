@@ -24,6 +24,7 @@ from funchost.settings.connections import (
 if TYPE_CHECKING:
     from funchost.storage.blobs import BlobService
     from funchost.storage.queues import QueueService
+    from funchost.storage.servicebus import ServiceBusBroker
 
 
 class StorageBackend(Protocol):
@@ -89,6 +90,16 @@ class EmbeddedStorage:
 
         name = (connection or "").strip() or "CosmosDB"
         return self._service("documents", name, SqliteDocumentStore)
+
+    def servicebus(self, namespace: str) -> ServiceBusBroker:
+        """The embedded Service Bus namespace, in ``<data>/servicebus/<namespace>.db``."""
+        from funchost.storage.sqlite.servicebus import SqliteServiceBusBroker
+
+        with self._lock:
+            key = ("servicebus", namespace)
+            if key not in self._services:
+                self._services[key] = SqliteServiceBusBroker(self.root.parent / "servicebus", namespace, self.clock)
+            return self._services[key]  # type: ignore[no-any-return]
 
     def queues_for_account(self, account: str) -> QueueService:
         from funchost.storage.sqlite.queues import SqliteQueueService
