@@ -17,6 +17,7 @@ TRIGGER_MODULES: dict[str, str] = {
     "timerTrigger": "funchost.triggers.timer",
     "eventGridTrigger": "funchost.triggers.eventgrid",
     "cosmosDBTrigger": "funchost.triggers.changefeed",
+    "serviceBusTrigger": "funchost.triggers.servicebus",
 }
 
 BINDING_MODULES: dict[str, str] = {
@@ -25,6 +26,7 @@ BINDING_MODULES: dict[str, str] = {
     "blob": "funchost.bindings.blob",
     "cosmosDB": "funchost.bindings.cosmosdb",
     "eventGrid": "funchost.bindings.eventgrid",
+    "serviceBus": "funchost.bindings.servicebus",
 }
 
 

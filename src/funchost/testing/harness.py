@@ -94,6 +94,7 @@ class HostHarness:
         self._graced: set[str] = set()
         self._client: httpx.AsyncClient | None = None
         self.queues: Any = None
+        self.servicebus: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -106,6 +107,7 @@ class HostHarness:
             self._restore_environment()
             raise
         self.queues = _optional_tool("funchost.testing.queues", "QueueTools", self.runtime)
+        self.servicebus = _optional_tool("funchost.testing.servicebus", "ServiceBusTools", self.runtime)
         await self.wait_until_idle()
         return self
 

@@ -131,18 +131,31 @@ class SqliteServiceBusBroker(SessionOperations):
         conn.execute("INSERT INTO entities(key, path, kind, topic, properties, rules) VALUES (?,?,?,?,?,?)",
                      (path.lower(), path, kind, topic, encoded, encoded_rules))
 
+    # Reads that report on messages apply due transitions first (expiry, lock lapses), so what a
+    # tool sees is what the next receiver would see.
+
     async def get_entity(self, path: str) -> EntityInfo:
         now = self._now()
-        return await self._db.read(lambda c: self._info(c, load_entity(c, path), now))
+
+        def op(conn: sqlite3.Connection) -> EntityInfo:
+            entity = load_entity(conn, path)
+            if entity.kind != "topic":
+                sweep(conn, entity, now)
+            return self._info(conn, entity, now)
+
+        return await self._writes.run(op)
 
     async def list_entities(self) -> list[EntityInfo]:
         now = self._now()
 
         def op(conn: sqlite3.Connection) -> list[EntityInfo]:
-            rows = conn.execute("SELECT * FROM entities ORDER BY key").fetchall()
-            return [self._info(conn, Entity(r), now) for r in rows]
+            entities = [Entity(r) for r in conn.execute("SELECT * FROM entities ORDER BY key").fetchall()]
+            for entity in entities:
+                if entity.kind != "topic":
+                    sweep(conn, entity, now)
+            return [self._info(conn, entity, now) for entity in entities]
 
-        return await self._db.read(op)
+        return await self._writes.run(op)
 
     @staticmethod
     def _info(conn: sqlite3.Connection, entity: Entity, now: float) -> EntityInfo:
@@ -240,13 +253,14 @@ class SqliteServiceBusBroker(SessionOperations):
 
         def op(conn: sqlite3.Connection) -> list[ReceivedMessage]:
             entity = load_entity(conn, name, kinds=("queue", "subscription"))
+            sweep(conn, entity, now)
             rows = conn.execute(
                 "SELECT * FROM messages WHERE entity = ? AND dlq = ? AND seq >= ?"
                 " AND (dlq = 1 OR expires_at IS NULL OR expires_at > ? OR state = 'deferred')"
                 " ORDER BY seq LIMIT ?", (entity.key, int(dlq), from_sequence, now, max_messages)).fetchall()
             return [received_from_row(r, locked=False) for r in rows]
 
-        return await self._db.read(op)
+        return await self._writes.run(op)
 
     async def receive_deferred(self, path: str, sequence_numbers: Sequence[int],
                                *, session: SessionLock | None = None) -> list[ReceivedMessage]:
