@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import time
+from typing import List  # noqa: UP035 - the library's batch check wants typing.List
 
 import azure.functions as func
 
@@ -67,6 +68,6 @@ def bill_event(msg: func.ServiceBusMessage) -> None:
 
 @app.service_bus_queue_trigger(arg_name="msgs", queue_name="invoices", connection="ServiceBusConnection",
                                cardinality="many")
-def bill_batch(msgs: list[func.ServiceBusMessage]) -> None:
+def bill_batch(msgs: List[func.ServiceBusMessage]) -> None:  # noqa: UP006
     for msg in msgs:
         _record("invoice", msg.get_body().decode("utf-8"), msg.delivery_count)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from typing import List  # noqa: UP035
 
 import azure.functions as func
 import pytest
@@ -129,7 +130,8 @@ def test_batch_arrays_are_equal_length_in_batch_order_and_decode_as_a_list():
     assert meta["MessageIdArray"].type == "collection_string"
     lengths = {name: len(value.python_value) for name, value in meta.items()}
     assert set(lengths.values()) == {2}
-    assert ServiceBusMessageInConverter.check_input_type_annotation(list[func.ServiceBusMessage])
+    # The library accepts typing.List (not the builtin list[...]) as a batch annotation.
+    assert ServiceBusMessageInConverter.check_input_type_annotation(List[func.ServiceBusMessage])  # noqa: UP006
 
 
 # -- SQL filters -----------------------------------------------------------------------------------

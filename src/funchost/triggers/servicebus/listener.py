@@ -141,10 +141,12 @@ class ServiceBusListener:
     # -- single dispatch without sessions ----------------------------------------------------------
 
     async def _poll_messages(self) -> bool:
-        free = self.options.max_concurrent_calls - len(self._processing)
-        if free <= 0:
+        limit = self.options.max_concurrent_calls
+        # Receive when at least half the slots are free (at least one), so that a busy listener
+        # locks messages in groups instead of one receive per finished invocation.
+        while self._processing and limit - len(self._processing) < max(1, limit // 2) and not self._stopping:
             await asyncio.wait(set(self._processing), return_when=asyncio.FIRST_COMPLETED)
-            return True
+        free = limit - len(self._processing)
         if self._stopping:
             return False
         messages = await self.broker.receive(self.path, free)
