@@ -123,3 +123,24 @@ def test_a_real_namespace_without_credentials_is_a_config_error():
 
     with pytest.raises(AppLoadError, match="SharedAccessKeyName"):
         SUPPORT.validate(function, FakeRuntime())  # type: ignore[arg-type]
+
+
+async def test_without_embedded_storage_an_embedded_connection_puts_the_function_in_error(tmp_path):
+    from funchost.clock import ManualClock
+    from funchost.indexing.spec import BindingSpec, FunctionSpec
+    from funchost.runtime.contracts import Runtime
+    from funchost.settings.app_settings import AppSettings
+    from funchost.settings.host_json import parse_host_json
+
+    class AzureLikeStorage:  # a backend without an embedded Service Bus (as --storage azure)
+        kind = "azure"
+
+    trigger = BindingSpec("m", "serviceBusTrigger", "in", None, {"queueName": "q", "connection": "SB"}, True)
+    function = FunctionSpec("f", lambda m: None, trigger, (trigger,), (), None, None, False, "f.py", ".", 1)
+    runtime = Runtime(app_dir=tmp_path, data_dir=tmp_path / "data", clock=ManualClock(),
+                      settings=AppSettings({}, environ={}), options=parse_host_json({"version": "2.0"}),
+                      storage=AzureLikeStorage(), invoker=None)  # type: ignore[arg-type]
+    listener = SUPPORT.create_listener(function, runtime)
+    await listener.start()
+    assert "--storage embedded" in SUPPORT.describe(function, runtime)
+    await listener.stop()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -79,6 +80,20 @@ def is_batch(function: FunctionSpec) -> bool:
     return cardinality == "many"
 
 
+class _InError:
+    """The listener of a function whose namespace cannot be opened: it reports why and does nothing."""
+
+    def __init__(self, report: Callable[[str], None], reason: str) -> None:
+        self._report = report
+        self._reason = reason
+
+    async def start(self) -> None:
+        self._report(self._reason)
+
+    async def stop(self) -> None:
+        return None
+
+
 class ServiceBusTriggerSupport:
     trigger_type = "serviceBusTrigger"
 
@@ -108,13 +123,6 @@ class ServiceBusTriggerSupport:
 
     def create_listener(self, function: FunctionSpec, runtime: Runtime) -> Listener:
         trigger = function.trigger
-        connection = resolve_connection(trigger.get("connection"), runtime.settings)
-        announce(connection, runtime, runtime.data_dir)
-        namespace = open_namespace(connection, runtime.storage, runtime.app_dir, runtime.settings)
-        options = servicebus_options(runtime)
-        auto_complete = _flag(function, "autoCompleteMessages", options.auto_complete_messages)
-        path, wake = entity_of(function)
-        endpoint = connection.fully_qualified_namespace or f"{namespace.broker.namespace} (embedded)"
         key = (id(runtime), function.name)
         _ERRORS.pop(key, None)
 
@@ -123,6 +131,16 @@ class ServiceBusTriggerSupport:
             log.error("Function 'Functions.%s' is in error: %s. The rest of the app runs.", function.name, reason,
                       extra={"event": "FunctionError", "function": function.name, "error": reason})
 
+        connection = resolve_connection(trigger.get("connection"), runtime.settings)
+        announce(connection, runtime, runtime.data_dir)
+        try:
+            namespace = open_namespace(connection, runtime.storage, runtime.app_dir, runtime.settings)
+        except (ConfigError, ServiceBusError) as exc:
+            return _InError(report, str(exc))
+        options = servicebus_options(runtime)
+        auto_complete = _flag(function, "autoCompleteMessages", options.auto_complete_messages)
+        path, wake = entity_of(function)
+        endpoint = connection.fully_qualified_namespace or f"{namespace.broker.namespace} (embedded)"
         listener = ServiceBusListener(function, runtime, namespace, path, wake, options,
                                       sessions=_flag(function, "isSessionsEnabled", False),
                                       batch=is_batch(function), auto_complete=auto_complete, endpoint=endpoint,

@@ -63,6 +63,7 @@ class ServiceBusListener:
         self._cache_session: SessionLock | None = None
         self._cache_deadline: float | None = None
         self._session_wakes: set[asyncio.Event] = set()
+        self._starting: asyncio.Task[None] | None = None
         self.max_in_flight = 0
         self.details = (f"namespace='{endpoint}', entityPath='{path}', singleDispatch='{not batch}', "
                         f"isSessionsEnabled='{sessions}', functionId='Functions.{function.name}'")
@@ -70,10 +71,19 @@ class ServiceBusListener:
     # -- Listener --------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        if self.namespace.embedded:
+            await self._start_checked()
+        else:
+            # A real namespace may take the SDK's retries to answer: the host does not wait for it.
+            self._starting = asyncio.get_running_loop().create_task(self._start_checked())
+
+    async def _start_checked(self) -> None:
         try:
             await self._check_entity()
-        except (ServiceBusError, ValueError) as exc:
+        except (ServiceBusError, ValueError, OSError) as exc:
             self._report_error(str(exc))
+            return
+        if self._stopping:
             return
         self._unsubscribe = self.runtime.signals.subscribe(
             signal_topic(self.broker.namespace, self._wake_entity), self.notify)
@@ -110,6 +120,8 @@ class ServiceBusListener:
         """Receive nothing new; in-flight invocations finish and are settled; cached batch
         messages are dispatched; held sessions are released."""
         self._stopping = True
+        if self._starting is not None:
+            await asyncio.gather(self._starting, return_exceptions=True)
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
