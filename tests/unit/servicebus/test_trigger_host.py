@@ -308,3 +308,72 @@ async def test_output_splits_json_arrays_into_messages(funchost_app, tmp_path, p
     assert [m.body.decode() for m in messages] == expected
     assert {m.content_type for m in messages} == {"text/plain"}
     assert all(len(m.message_id) == 32 for m in messages)
+
+
+SESSION_CAP = """
+import asyncio
+import azure.functions as func
+from typing import List
+app = func.FunctionApp()
+STATE = {"running": 0, "max": 0, "batch_running": 0, "batch_max": 0, "batches": 0}
+RELEASE = asyncio.Event()
+
+@app.service_bus_queue_trigger(arg_name="msg", queue_name="carts", connection="ServiceBus", is_sessions_enabled=True)
+async def carts(msg: func.ServiceBusMessage) -> None:
+    STATE["running"] += 1
+    STATE["max"] = max(STATE["max"], STATE["running"])
+    await RELEASE.wait()
+    STATE["running"] -= 1
+
+@app.service_bus_queue_trigger(arg_name="msgs", queue_name="bulk", connection="ServiceBus", cardinality="many")
+async def bulk(msgs: List[func.ServiceBusMessage]) -> None:
+    STATE["batch_running"] += 1
+    STATE["batch_max"] = max(STATE["batch_max"], STATE["batch_running"])
+    STATE["batches"] += 1
+    await RELEASE.wait()
+    STATE["batch_running"] -= 1
+"""
+
+
+async def test_session_and_batch_concurrency_caps(funchost_app, tmp_path):
+    # SB-6: sessions x calls per session in flight at most; a batch function one batch at a time.
+    config = {"UserConfig": {"Namespaces": [{"Name": "sbemulatorns", "Queues": [
+        {"Name": "carts", "Properties": {"RequiresSession": True}}, {"Name": "bulk"}]}]}}
+    host = await start(funchost_app, tmp_path, SESSION_CAP, files={"Config.json": json.dumps(config)},
+                       host_json={"version": "2.0", "extensions": {"serviceBus": {
+                           "maxConcurrentSessions": 2, "maxConcurrentCallsPerSession": 2, "maxMessageBatchSize": 2}}})
+    for session in "ABC":
+        await host.servicebus.send_many("carts", ["1", "2", "3"], session_id=session)
+    await host.servicebus.send_many("bulk", ["1", "2", "3", "4", "5"])
+    await host.advance(1)
+    state = module().STATE
+    assert state["running"] == 4  # 2 sessions x 2 calls each; the third session waits
+    assert (state["batch_running"], state["batches"]) == (1, 1)
+    module().RELEASE.set()
+    await host.advance(1)
+    assert (await host.servicebus.info("carts")).active == 3  # A and B stay held until idle
+    await host.advance(60)  # sessionIdleTimeout (1 min): A and B are released, C is taken
+    await host.wait_until_idle()
+    assert (state["max"], state["batch_max"], state["batches"]) == (4, 1, 3)
+    assert (await host.servicebus.info("carts")).active == 0
+
+
+TOPIC_OUT = """
+import azure.functions as func
+app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+@app.route(route="publish")
+@app.service_bus_topic_output(arg_name="out", topic_name="events", connection="ServiceBus")
+def publish(req: func.HttpRequest, out: func.Out[str]) -> str:
+    out.set('["e1", "e2"]')
+    return "OK"
+"""
+
+
+async def test_topic_output_reaches_every_subscription(funchost_app, tmp_path):
+    config = {"UserConfig": {"Namespaces": [{"Name": "sbemulatorns", "Topics": [
+        {"Name": "events", "Subscriptions": [{"Name": "a"}, {"Name": "b"}]}]}]}}
+    host = await start(funchost_app, tmp_path, TOPIC_OUT, files={"Config.json": json.dumps(config)})
+    assert (await host.http("POST", "/api/publish")).text == "OK"
+    assert await host.servicebus.bodies("events/Subscriptions/a") == ["e1", "e2"]
+    assert await host.servicebus.bodies("events/Subscriptions/b") == ["e1", "e2"]
