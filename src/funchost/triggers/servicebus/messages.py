@@ -8,9 +8,12 @@ adds the plain names, batch dispatch `<Name>Array` in batch order, including the
 real host does not send (`LockedUntil`, `DeadLetterReason`, `TimeToLive`, ...) are not sent,
 so `func.ServiceBusMessage` gives None for them exactly as on Azure.
 
-Encoding (host `ToRpc`): int -> `int`, string -> `string`, DateTime / DateTimeOffset /
-dictionaries / arrays of them -> `json` (Json.NET: a DateTime from `DateTimeOffset.DateTime`
-has no offset), string[] -> `collection_string`, long[] -> `collection_sint64`.
+Encoding (host `RpcMessageConversionExtensions.ToRpc` with the Python worker's capabilities):
+string -> `string`; int, long, DateTime, DateTimeOffset, dictionaries and int[] / DateTime[] /
+dictionary[] -> `json` through Json.NET (a DateTime from `DateTimeOffset.DateTime` has no
+offset); string[] -> `collection_string` *without* its null or empty entries (the worker does
+not declare `IncludeEmptyEntriesInMessagePayload`, so e.g. `ContentTypeArray` shifts: a QUIRK
+the library then reads by position); long[] -> `collection_sint64`.
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ def _fields(m: ReceivedMessage) -> dict[str, tuple[str, Any]]:
 def _single_datum(entry: tuple[str, Any]) -> Datum:
     kind, value = entry
     if kind in ("int", "long"):
-        return Datum(int(value), "int")
+        return Datum(str(int(value)), "json")
     if kind == "string":
         return Datum(value, "string")
     if kind in ("datetime", "offset"):
@@ -94,8 +97,8 @@ def _array_datum(entry: tuple[str, list[Any]]) -> Datum:
     kind, values = entry
     if kind == "long":
         return Datum(SimpleNamespace(sint64=list(values)), "collection_sint64")
-    if kind == "string" and all(v is not None for v in values):
-        return Datum(SimpleNamespace(string=list(values)), "collection_string")
+    if kind == "string":
+        return Datum(SimpleNamespace(string=[v for v in values if v]), "collection_string")
     if kind in ("datetime", "offset"):
         return _json([dotnet_datetime(v, offset=kind == "offset") for v in values])
     return _json(values)
