@@ -372,3 +372,16 @@ async def test_two_brokers_on_one_file_never_receive_the_same_message(tmp_path, 
     assert sorted(seen, key=int) == [str(i) for i in range(200)]
     for store in stores:
         await store.aclose()
+
+
+async def test_receive_and_delete_and_purge(broker):
+    await broker.create_queue("q")
+    await broker.send("q", [msg("a"), msg("b"), msg("c")])
+    [a] = await broker.receive_and_delete("q")
+    assert (a.body, a.lock_token) == (b"a", None)
+    [b] = await broker.receive("q")
+    await broker.dead_letter("q", b.lock_token, "bad")
+    assert await broker.purge("q/$deadletterqueue") == 1
+    assert await broker.purge("q") == 1
+    info = await broker.get_entity("q")
+    assert (info.active, info.dead_letter) == (0, 0)
