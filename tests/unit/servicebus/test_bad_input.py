@@ -144,3 +144,16 @@ async def test_without_embedded_storage_an_embedded_connection_puts_the_function
     await listener.start()
     assert "--storage embedded" in SUPPORT.describe(function, runtime)
     await listener.stop()
+
+
+async def test_an_absent_setting_means_embedded_and_is_said_once(tmp_path, caplog):
+    code = ("import azure.functions as func\napp = func.FunctionApp()\n\n"
+            "@app.service_bus_queue_trigger(arg_name='m', queue_name='a', connection='NotSet')\n"
+            "def first(m: str) -> None:\n    pass\n\n"
+            "@app.service_bus_queue_trigger(arg_name='m', queue_name='b', connection='NotSet')\n"
+            "def second(m: str) -> None:\n    pass\n")
+    caplog.set_level("INFO", logger="funchost.servicebus")
+    async with HostHarness(write_app(tmp_path / "app", code)) as host:
+        said = [r.getMessage() for r in caplog.records if "is not set: using the embedded Service Bus" in r.getMessage()]
+        assert len(said) == 1 and "'NotSet'" in said[0]
+        assert dict(host.host.describe_functions()) == {"first": "serviceBusTrigger", "second": "serviceBusTrigger"}
