@@ -41,9 +41,9 @@ def run_start(app_dir: Path, *args: str, timeout: float = 30) -> subprocess.Comp
     ("import azure.functions as func\na = func.FunctionApp()\nb = func.FunctionApp()\n",
      "More than one top level function app instances", None),
     ("import azure.functions as func\napp = func.FunctionApp()\n\n"
-     "@app.service_bus_queue_trigger(arg_name='m', queue_name='q', connection='SB')\n"
-     "def bus(m: func.ServiceBusMessage) -> None:\n    pass\n",
-     "function 'bus': trigger type 'serviceBusTrigger' is not supported", 4),
+     "@app.sql_trigger(arg_name='m', table_name='dbo.t', connection_string_setting='SQL')\n"
+     "def bus(m: str) -> None:\n    pass\n",
+     "function 'bus': trigger type 'sqlTrigger' is not supported", 4),
     ("import azure.functions as func\napp = func.FunctionApp()\n", "no functions are defined", None),
 ])
 def test_broken_app_names_the_problem_and_exits_1(tmp_path: Path, code: str, expected: str,

@@ -55,7 +55,8 @@ class HostView(Protocol):
 
 log = logging.getLogger("funchost.eventhubs")
 
-WHAT = "EventHub account"
+MISSING = ("EventHub account connection string with name '{setting}' does not exist in the settings. "
+           "Make sure that it is a defined App Setting.")
 
 
 def hub_topic(hub: str) -> tuple[str, str]:
@@ -97,7 +98,7 @@ class EventHubsService:
         return self._config
 
     def connection(self, name: str | None) -> MessagingConnection:
-        connection = resolve_messaging_connection(name, self.runtime.settings, what=WHAT,
+        connection = resolve_messaging_connection(name, self.runtime.settings, missing=MISSING,
                                                   local=self.runtime.is_development)
         if connection.is_embedded and connection.setting_name not in self._announced:
             self._announced.add(connection.setting_name)

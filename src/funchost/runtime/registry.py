@@ -18,6 +18,7 @@ TRIGGER_MODULES: dict[str, str] = {
     "eventGridTrigger": "funchost.triggers.eventgrid",
     "cosmosDBTrigger": "funchost.triggers.changefeed",
     "eventHubTrigger": "funchost.triggers.eventhub",
+    "serviceBusTrigger": "funchost.triggers.servicebus",
 }
 
 BINDING_MODULES: dict[str, str] = {
@@ -27,6 +28,7 @@ BINDING_MODULES: dict[str, str] = {
     "cosmosDB": "funchost.bindings.cosmosdb",
     "eventGrid": "funchost.bindings.eventgrid",
     "eventHub": "funchost.bindings.eventhub",
+    "serviceBus": "funchost.bindings.servicebus",
 }
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from funchost.storage.blobs import BlobService
     from funchost.storage.eventhubs import EventHubBroker
     from funchost.storage.queues import QueueService
+    from funchost.storage.servicebus import ServiceBusBroker
 
 
 class StorageBackend(Protocol):
@@ -99,6 +100,16 @@ class EmbeddedStorage:
         with self._lock:
             if key not in self._services:
                 self._services[key] = SqliteEventHubBroker(self.root / "eventhubs" / key[1], key[1], self.clock)
+            return self._services[key]  # type: ignore[no-any-return]
+
+    def servicebus(self, namespace: str) -> ServiceBusBroker:
+        """The embedded Service Bus namespace, in ``<data>/servicebus/<namespace>.db``."""
+        from funchost.storage.sqlite.servicebus import SqliteServiceBusBroker
+
+        with self._lock:
+            key = ("servicebus", namespace)
+            if key not in self._services:
+                self._services[key] = SqliteServiceBusBroker(self.root.parent / "servicebus", namespace, self.clock)
             return self._services[key]  # type: ignore[no-any-return]
 
     def queues_for_account(self, account: str) -> QueueService:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from funchost.eventhubs.namespaces import HostView, HubTarget, eventhubs_for
-from funchost.settings.messaging_connections import EMBEDDED, EMBEDDED_NAMESPACE, MessagingConnection
+from funchost.settings.messaging_connections import embedded_connection
 from funchost.storage.eventhubs import (
     DEFAULT_CONSUMER_GROUP,
     EventPosition,
@@ -45,7 +45,7 @@ class EventHubTools:
 
     def target(self, hub: str, connection: str | None = None) -> HubTarget:
         if connection is None:
-            return HubTarget(MessagingConnection("", EMBEDDED, EMBEDDED_NAMESPACE), hub)
+            return HubTarget(embedded_connection(), hub)
         return self.service.target(connection, hub)
 
     async def hub(self, hub: str, connection: str | None = None) -> HubProperties:

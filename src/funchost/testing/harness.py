@@ -97,6 +97,7 @@ class HostHarness:
         self._client: httpx.AsyncClient | None = None
         self.queues: Any = None
         self.eventhubs: Any = None
+        self.servicebus: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -110,6 +111,7 @@ class HostHarness:
             raise
         self.queues = _optional_tool("funchost.testing.queues", "QueueTools", self.runtime)
         self.eventhubs = _optional_tool("funchost.testing.eventhubs", "EventHubTools", self.runtime)
+        self.servicebus = _optional_tool("funchost.testing.servicebus", "ServiceBusTools", self.runtime)
         await self.wait_until_idle()
         return self
 

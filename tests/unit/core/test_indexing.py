@@ -108,12 +108,12 @@ def test_unsupported_trigger_is_reported_not_crashed(tmp_path: Path) -> None:
             import azure.functions as func
             app = func.FunctionApp()
 
-            @app.service_bus_queue_trigger(arg_name="msg", queue_name="q", connection="SB")
-            def bus(msg: func.ServiceBusMessage) -> None:
+            @app.sql_trigger(arg_name="changes", table_name="dbo.t", connection_string_setting="SQL")
+            def bus(changes: str) -> None:
                 pass
         """)
     assert caught.value.function == "bus"
-    assert "serviceBusTrigger" in str(caught.value) and "not supported" in str(caught.value)
+    assert "sqlTrigger" in str(caught.value) and "not supported" in str(caught.value)
 
 
 def test_parameter_binding_mismatches_use_the_workers_wording(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from funchost.errors import ConfigError
+from funchost.eventhubs.namespaces import MISSING
 from funchost.settings.messaging_connections import (
     EMBEDDED,
     NAMESPACE,
@@ -44,12 +45,12 @@ REAL = "Endpoint=sb://contoso.servicebus.windows.net/;SharedAccessKeyName=send;S
 
 
 def test_emulator_connection_string_means_embedded() -> None:
-    c = resolve_messaging_connection("EH", {"EH": EMULATOR}, what="EventHub account", local=False)
+    c = resolve_messaging_connection("EH", {"EH": EMULATOR}, missing=MISSING, local=False)
     assert (c.kind, c.fully_qualified_namespace, c.absent) == (EMBEDDED, "localhost", False)
 
 
 def test_real_connection_string_means_the_namespace_and_entity_path_wins() -> None:
-    c = resolve_messaging_connection("EH", {"AzureWebJobsEH": REAL}, what="EventHub account", local=True)
+    c = resolve_messaging_connection("EH", {"AzureWebJobsEH": REAL}, missing=MISSING, local=True)
     assert (c.kind, c.fully_qualified_namespace, c.entity_path, c.setting_name) == (
         NAMESPACE, "contoso.servicebus.windows.net", "orders", "AzureWebJobsEH")
     assert "c2VjcmV0" not in repr(c)
@@ -57,24 +58,24 @@ def test_real_connection_string_means_the_namespace_and_entity_path_wins() -> No
 
 def test_identity_connection() -> None:
     c = resolve_messaging_connection("EH", {"EH__fullyQualifiedNamespace": "contoso.servicebus.windows.net",
-                                            "EH__clientId": "abc"}, what="EventHub account", local=True)
+                                            "EH__clientId": "abc"}, missing=MISSING, local=True)
     assert c.kind == NAMESPACE and c.is_identity and c.identity == {"clientId": "abc"}
 
 
 def test_absent_setting_is_embedded_only_when_local() -> None:
-    c = resolve_messaging_connection("Missing", {}, what="EventHub account", local=True)
+    c = resolve_messaging_connection("Missing", {}, missing=MISSING, local=True)
     assert c.kind == EMBEDDED and c.absent
     with pytest.raises(ConfigError, match="EventHub account connection string with name 'Missing' does not exist"):
-        resolve_messaging_connection("Missing", {}, what="EventHub account", local=False)
+        resolve_messaging_connection("Missing", {}, missing=MISSING, local=False)
 
 
 def test_a_connection_string_used_as_setting_name_is_redacted_never_embedded() -> None:
     assert looks_like_connection_string(REAL)
     with pytest.raises(ConfigError) as caught:
-        resolve_messaging_connection(REAL, {}, what="EventHub account", local=True)
+        resolve_messaging_connection(REAL, {}, missing=MISSING, local=True)
     assert "REDACTED" in str(caught.value) and "c2VjcmV0" not in str(caught.value)
 
 
 def test_empty_connection_is_an_error() -> None:
     with pytest.raises(ConfigError, match="'connection' is empty"):
-        resolve_messaging_connection("", {}, what="EventHub account", local=True)
+        resolve_messaging_connection("", {}, missing=MISSING, local=True)
