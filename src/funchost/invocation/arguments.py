@@ -92,7 +92,7 @@ def encoder_for(binding: BindingSpec, annotation: Any) -> Encoder:
     as the worker's `validate_function_params` binds them."""
     conv = converter(binding.type)
     pytype = None if annotation in (EMPTY, None) else annotation
-    if conv is None:
+    if conv is None or (pytype is not None and _uses_generic(binding, pytype)):
         return generic_encode
     encode = _library_encoder(binding, conv, pytype)
 
@@ -116,19 +116,6 @@ def return_encoder_for(binding: BindingSpec, annotation: Any) -> Encoder:
 
 def _library_encoder(binding: BindingSpec, conv: Any, pytype: Any) -> Encoder:
     encode_with = conv.encode
-    if pytype is not None and _uses_generic(binding, pytype):
-        def annotated_plain(value: Any) -> Datum | None:
-            """`-> str` on an HTTP function that returns a func.HttpResponse: the worker encodes
-            outputs with the binding's converter whatever the annotation, so such values reach it."""
-            if value is None or isinstance(value, str | bytes | bytearray | int | float):
-                return generic_encode(value)
-            try:
-                datum = encode_with(value, expected_type=pytype)
-            except NotImplementedError:
-                datum = None
-            return datum if datum is not None else generic_encode(value)
-
-        return annotated_plain
 
     def library(value: Any) -> Datum | None:
         try:
