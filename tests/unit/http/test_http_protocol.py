@@ -45,6 +45,9 @@ class FakeTransport(asyncio.Transport):
     def resume_reading(self) -> None:
         self.reading = True
 
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self.protocol = protocol
+
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return {"peername": ("127.0.0.1", 50000), "sockname": ("127.0.0.1", 7071)}.get(name, default)
 
@@ -302,3 +305,28 @@ async def test_abort_ends_a_request_waiting_for_its_body(app):
     server.board.abort_all()
     await settle()
     assert transport.aborted
+
+
+async def test_a_client_that_half_closes_after_its_request_still_gets_the_response(app):
+    app.hold = True
+    protocol, transport = server_with(app).connect()
+    protocol.data_received(GET)
+    assert protocol.eof_received() is True  # keep the transport open for the response
+    app.release.set()
+    await settle()
+    assert transport.statuses == [200] and transport.closed
+
+
+async def test_a_half_close_in_the_middle_of_a_request_closes(app):
+    protocol, transport = server_with(app).connect()
+    protocol.data_received(b"GET / HTTP/1.1\r\nHost")
+    assert not protocol.eof_received()  # asyncio closes the transport
+
+
+async def test_a_connection_upgraded_to_websocket_leaves_the_board(app):
+    server = server_with(app)
+    protocol, transport = server.connect()
+    assert server.board.connections == {protocol}
+    protocol.data_received(b"GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                           b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+    assert server.board.connections == set()

@@ -10,7 +10,8 @@ does not (the numbers are in `limits.py`):
   the minimum request body data rate (408), checked by a once-a-second heartbeat as Kestrel's
   `Heartbeat` does, so the per-request path arms no timer;
 * a cap on concurrent connections: beyond it a connection gets 503 and is closed;
-* a malformed request that follows pipelined valid ones is answered after their responses.
+* a malformed request that follows pipelined valid ones is answered after their responses, and
+  a client that half-closes after its request still gets the response.
 
 Rejections are written as Kestrel writes them: the status, an empty body, ``Connection: close``.
 """
@@ -152,6 +153,18 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             return
         if self._phase == HEAD and self._head_bytes > self._max_head_bytes:
             self.reject(Rejected(431, "request headers too large"))
+
+    def handle_websocket_upgrade(self) -> None:
+        self.board.connections.discard(self)  # the connection now belongs to the WebSocket protocol
+        super().handle_websocket_upgrade()
+
+    def eof_received(self) -> bool | None:
+        """The client closed its sending side: requests it finished still get their responses,
+        then the connection closes (uvicorn closes at once and drops them)."""
+        if self._phase == APP and self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.keep_alive = False  # the last request: close after its response
+            return True  # keep the transport open for writing
+        return None
 
     # --- parser callbacks -----------------------------------------------------------------------
 
