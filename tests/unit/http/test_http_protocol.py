@@ -163,7 +163,7 @@ async def test_an_endless_header_is_refused_after_a_bounded_number_of_reads(app)
 
 async def test_data_after_a_rejection_is_not_read(app):
     protocol, transport = server_with(app, max_request_header_count=1).connect()
-    protocol.data_received(b"GET / HTTP/1.1\r\nA: 1\r\nB: 1\r\nC: 1\r\n")
+    protocol.data_received(b"GET / HTTP/1.1\r\nA: 1\r\nB: 1\r\n\r\n")
     assert transport.statuses == [431]
     written = bytes(transport.written)
     protocol.data_received(GET)

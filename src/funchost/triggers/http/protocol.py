@@ -3,9 +3,10 @@
 uvicorn parses requests and runs the ASGI cycle; this subclass adds what Kestrel does and uvicorn
 does not (the numbers are in `limits.py`):
 
-* the request line (414), the header count and header bytes (431), checked as the parser
-  reports them, and a bound on the bytes held for a head that never ends (a header value is
-  buffered by the parser until it is complete), so a flood costs at most one socket read;
+* the request line (414) as the parser reports it, the header count and header bytes (431)
+  once the head is complete, and a bound on the bytes held for a head that is not complete
+  (a header value is buffered by the parser until it ends), so a flood costs at most one
+  socket read beyond the limits;
 * the keep-alive timeout before a request's first byte, the request headers timeout (408) and
   the minimum request body data rate (408), checked by a once-a-second heartbeat as Kestrel's
   `Heartbeat` does, so the per-request path arms no timer;
@@ -58,6 +59,11 @@ def rejection_bytes(status: int, default_headers: list[tuple[bytes, bytes]]) -> 
     return b"".join(head)
 
 
+def header_bytes(headers: list[tuple[bytes, bytes]]) -> int:
+    """The size of the header lines: name, ": ", value, CRLF."""
+    return sum(len(name) + len(value) + 4 for name, value in headers)
+
+
 class ConnectionBoard:
     """What the connections of one server share: the limits, the heartbeat's clock, the open
     connections (for the heartbeat, the connection cap and the graceful stop)."""
@@ -103,22 +109,25 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self.board = board
         limits = self.limits = board.limits
         self._max_head_bytes = limits.max_request_line_size + limits.max_request_headers_total_size + 2
+        self._max_header_bytes = limits.max_request_headers_total_size
+        self._max_header_count = limits.max_request_header_count
         self._long_target = limits.max_request_line_size - _VERSION_AND_CRLF - 4  # method + space >= 4
         self._phase = IDLE
         self._deadline = board.now + limits.keep_alive_timeout
+        self._read_size = 0  # bytes of the read being parsed
         self._head_bytes = 0  # bytes read while the current head was unfinished (after its first read)
-        self._header_count = 0
-        self._header_bytes = 0
+        self._head_bound = 0  # at least the head's size: the reads it came in
         self._body_bytes = 0
         self._body_seconds = 0.0
         self._refused = False
         self._rejection: Rejected | None = None  # answered once the earlier responses are sent
+        self._deaf = False  # refused or rejected: what the client sends now is not read
 
     # --- connection ---------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         if not self.board.admit():
-            self._refused = True
+            self._refused = self._deaf = True
             self.transport = transport
             transport.write(rejection_bytes(503, self.server_state.default_headers))
             transport.close()
@@ -132,13 +141,15 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if self._refused or self._rejection is not None:
+        if self._deaf:
             return  # the connection is being closed: the rest is not read
         self._unset_keepalive_if_required()
+        size = self._read_size = len(data)
         if self._phase == HEAD:
-            self._head_bytes += len(data)
+            self._head_bytes += size
+            self._head_bound += size
         elif self._phase == BODY:
-            self._body_bytes += len(data)
+            self._body_bytes += size
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -172,7 +183,8 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         super().on_message_begin()
         self._phase = HEAD
         self._deadline = self.board.now + self.limits.request_headers_timeout
-        self._head_bytes = self._header_count = self._header_bytes = 0
+        self._head_bytes = 0
+        self._head_bound = self._read_size
 
     def on_url(self, url: bytes) -> None:
         self.url += url
@@ -181,21 +193,14 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             if len(method) + 1 + len(self.url) + _VERSION_AND_CRLF > self.limits.max_request_line_size:
                 raise Rejected(414, "request line too long")
 
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._header_count += 1
-        self._header_bytes += len(name) + len(value) + 4  # ": " and CRLF
-        if self._header_count > self.limits.max_request_header_count:
-            raise Rejected(431, "too many request headers")
-        if self._header_bytes > self.limits.max_request_headers_total_size:
-            raise Rejected(431, "request headers too large")
-        # uvicorn's own handling of a header (kept here to save a call per header).
-        name = name.lower()
-        value = value.rstrip(b" \t")
-        if name == b"expect" and value.lower() == b"100-continue":
-            self.expect_100_continue = True
-        self.headers.append((name, value))
-
     def on_headers_complete(self) -> None:
+        # Checked once per request rather than per header (the hot path); the headers of an
+        # unfinished head are bounded by the bytes check in data_received meanwhile.
+        headers = self.headers
+        if len(headers) > self._max_header_count:
+            raise Rejected(431, "too many request headers")
+        if self._head_bound > self._max_header_bytes and header_bytes(headers) > self._max_header_bytes:
+            raise Rejected(431, "request headers too large")
         self._phase = BODY
         self._body_bytes = 0
         self._body_seconds = 0.0
@@ -206,14 +211,13 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         super().on_message_complete()
 
     def on_response_complete(self) -> None:
-        if self.transport.is_closing():
-            return
         queued = bool(self.pipeline)
         super().on_response_complete()  # starts a pipelined request, or arms uvicorn's keep-alive timer
         if queued:
             return  # the next pipelined request is running now
         if self._rejection is not None:
-            self._send_rejection(self._rejection)
+            if not self.transport.is_closing():
+                self._send_rejection(self._rejection)
         elif self._phase == APP:
             self._phase = IDLE
             self._deadline = self.board.now + self.limits.keep_alive_timeout
@@ -252,10 +256,12 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             self._send_rejection(rejection)  # nothing is owed to earlier requests
             return
         self._rejection = rejection  # sent by on_response_complete once the others are answered
+        self._deaf = True
         self.flow.pause_reading()
 
     def _send_rejection(self, rejection: Rejected) -> None:
         self._rejection = rejection
+        self._deaf = True
         answered = False
         cycle = self.cycle if self._phase in (BODY, APP) else None  # the request being received
         if cycle is not None:
