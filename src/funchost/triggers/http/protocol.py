@@ -169,7 +169,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self.board.connections.discard(self)  # the connection now belongs to the WebSocket protocol
         super().handle_websocket_upgrade()
 
-    def eof_received(self) -> bool | None:
+    def eof_received(self) -> bool | None:  # type: ignore[override]  # asyncio allows a bool
         """The client closed its sending side: requests it finished still get their responses,
         then the connection closes (uvicorn closes at once and drops them)."""
         if self._phase == APP and self.cycle is not None and not self.cycle.response_complete:
