@@ -185,8 +185,29 @@ def run_python_client(port: int, connections: int, duration: float) -> dict[str,
     return json.loads(out)
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process (Linux /proc), threads included; None elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(load: Any, process: subprocess.Popen[bytes], port: int, connections: int,
+             duration: float) -> dict[str, float]:
+    """One load run, with the server's CPU time per request: unlike req/s, it hardly moves when
+    other work shares the machine."""
+    before = cpu_seconds(process.pid)
+    sample: dict[str, float] = load(port, connections, duration)
+    after = cpu_seconds(process.pid)
+    if before is not None and after is not None and sample["requests"]:
+        sample["cpu_us_per_request"] = (after - before) / sample["requests"] * 1e6
+    return sample
+
+
 def summarize(samples: list[dict[str, float]]) -> dict[str, Any]:
-    keys = ("rps", "p50_ms", "p90_ms", "p99_ms")
+    keys = [key for key in ("rps", "p50_ms", "p90_ms", "p99_ms", "cpu_us_per_request") if key in samples[0]]
     return {key: round(statistics.median(s[key] for s in samples), 3) for key in keys} | {"rounds": samples}
 
 
@@ -224,7 +245,7 @@ def main() -> int:
                 load(port, args.connections, 1.0)  # warm-up
             for _ in range(args.rounds):
                 for name, port in ports.items():
-                    samples[name].append(load(port, args.connections, args.duration))
+                    samples[name].append(measured(load, processes[name], port, args.connections, args.duration))
         finally:
             for process in processes.values():
                 stop(process)
@@ -239,17 +260,23 @@ def main() -> int:
     if "baseline" in samples:
         result["baseline_src"] = str(args.baseline_src)
         result["funchost_vs_baseline_rps"] = round(result["funchost"]["rps"] / result["baseline"]["rps"], 3)
+        if "cpu_us_per_request" in result["funchost"]:
+            result["funchost_vs_baseline_cpu"] = round(
+                result["funchost"]["cpu_us_per_request"] / result["baseline"]["cpu_us_per_request"], 3)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2))
     print(f"client: {client}, {args.connections} connections, {args.rounds} x {args.duration:g}s per target")
-    print(f"{'target':10} {'req/s':>10} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8}")
+    print(f"{'target':10} {'req/s':>10} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'CPU µs/req':>11}")
     for name in samples:
         row = result[name]
-        print(f"{name:10} {row['rps']:>10.0f} {row['p50_ms']:>8.2f} {row['p90_ms']:>8.2f} {row['p99_ms']:>8.2f}")
+        cpu = row.get("cpu_us_per_request", float("nan"))
+        print(f"{name:10} {row['rps']:>10.0f} {row['p50_ms']:>8.2f} {row['p90_ms']:>8.2f} {row['p99_ms']:>8.2f} "
+              f"{cpu:>11.1f}")
     print(f"funchost / bare: {result['funchost_vs_bare_rps']:.0%}   start-up (spawn -> first response): "
           f"{result['startup_ms']['median']:.0f} ms")
     if "baseline" in samples:
-        print(f"funchost / baseline: {result['funchost_vs_baseline_rps']:.1%}")
+        print(f"funchost / baseline: {result['funchost_vs_baseline_rps']:.1%} of the req/s, "
+              f"{result.get('funchost_vs_baseline_cpu', float('nan')):.1%} of the CPU time per request")
     print(f"written to {RESULTS.relative_to(ROOT.parent)}")
     return 0
 
