@@ -82,6 +82,15 @@ def test_a_one_megabyte_header_is_431_and_a_long_url_414(host: RunningHost) -> N
     assert within is not None and within.status == 200
 
 
+def test_an_absurd_content_length_is_413_or_400_at_once(host: RunningHost) -> None:
+    huge = exchange(host.port, b"POST /api/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000000\r\n\r\n{")
+    assert huge is not None and huge.status == 413  # over the body limit: the body is not read
+    overflow = exchange(host.port, b"POST /api/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n")
+    assert overflow is not None and overflow.status == 400
+    negative = exchange(host.port, b"POST /api/echo HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n")
+    assert negative is not None and negative.status == 400
+
+
 def test_a_header_of_hundreds_of_megabytes_is_not_read(host: RunningHost) -> None:
     """The server answers and closes while the client is still sending: sending fails early."""
     sent = 0

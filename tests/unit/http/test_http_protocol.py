@@ -122,6 +122,16 @@ async def test_request_line_longer_than_the_limit_is_414_without_reaching_the_ap
     assert transport.statuses == [414] and transport.closed and len(app.received) == 1
 
 
+async def test_the_request_line_limit_counts_the_method(app):
+    protocol, transport = server_with(app, max_request_line_size=100).connect()
+    target = b"/" + b"a" * 77
+    protocol.data_received(b"OPTIONS " + target + b" HTTP/1.1\r\n")  # 8 + 78 + 11 = 97
+    assert transport.statuses == []
+    protocol, transport = server_with(app, max_request_line_size=100).connect()
+    protocol.data_received(b"UNSUBSCRIBE " + target + b" HTTP/1.1\r\n")  # 12 + 78 + 11 = 101
+    assert transport.statuses == [414]
+
+
 async def test_more_headers_than_the_count_limit_is_431(app):
     protocol, transport = server_with(app, max_request_header_count=3).connect()
     protocol.data_received(b"GET / HTTP/1.1\r\nA: 1\r\nB: 1\r\nC: 1\r\n\r\n")

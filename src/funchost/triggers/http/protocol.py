@@ -111,7 +111,8 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._max_head_bytes = limits.max_request_line_size + limits.max_request_headers_total_size + 2
         self._max_header_bytes = limits.max_request_headers_total_size
         self._max_header_count = limits.max_request_header_count
-        self._long_target = limits.max_request_line_size - _VERSION_AND_CRLF - 4  # method + space >= 4
+        # Below this target length no method can make the line too long (llhttp's longest is 11).
+        self._long_target = limits.max_request_line_size - _VERSION_AND_CRLF - 1 - 16
         self._phase = IDLE
         self._deadline = board.now + limits.keep_alive_timeout
         self._read_size = 0  # bytes of the read being parsed
