@@ -274,6 +274,16 @@ async def test_a_body_slower_than_the_minimum_rate_gets_408_after_the_grace_peri
     assert app.received == [] or app.received[-1]["type"] == "http.disconnect"
 
 
+async def test_a_client_waiting_for_100_continue_is_not_timed_before_the_app_reads(app):
+    server = server_with(app, min_body_grace_period=5.0)
+    protocol, transport = server.connect()
+    protocol.data_received(b"POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 10\r\n\r\n")
+    protocol.cycle.waiting_for_100_continue = True  # as before the application's first receive()
+    for second in range(1, 30):
+        server.board.tick(float(second))
+    assert not transport.closed
+
+
 async def test_body_rate_zero_disables_the_check(app):
     server = server_with(app, min_body_bytes_per_second=0.0)
     protocol, transport = server.connect()
@@ -340,3 +350,23 @@ async def test_a_connection_upgraded_to_websocket_leaves_the_board(app):
     protocol.data_received(b"GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
                            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
     assert server.board.connections == set()
+
+
+async def test_one_connection_failing_its_heartbeat_does_not_stop_the_others(app, caplog):
+    server = server_with(app, request_headers_timeout=30.0)
+    broken, _ = server.connect()
+    broken.tick = lambda now, elapsed: 1 / 0  # type: ignore[method-assign]
+    protocol, transport = server.connect()
+    protocol.data_received(b"GET / HTTP/1.1\r\nHost: x\r\n")
+    server.board.tick(31.0)
+    assert transport.statuses == [408]
+    assert "heartbeat failed" in caplog.text
+
+
+async def test_a_head_the_server_cannot_decode_is_400_and_not_timed_as_a_body(app):
+    server = server_with(app)
+    protocol, transport = server.connect()
+    # The parser takes this target; uvicorn's URL split in on_headers_complete does not.
+    protocol.data_received(b"GET http://x:99999/ HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert transport.statuses == [400] and protocol.cycle is None
+    server.board.tick(60.0)  # the closing connection is skipped

@@ -81,7 +81,10 @@ class ConnectionBoard:
         elapsed = min(max(now - self.now, 0.0), HEARTBEAT_SECONDS)
         self.now = now
         for connection in list(self.connections):
-            connection.tick(now, elapsed)
+            try:
+                connection.tick(now, elapsed)
+            except Exception:  # one connection's bug must not stop the heartbeat for all
+                log.exception("HTTP connection heartbeat failed")
 
     def admit(self) -> bool:
         if len(self.connections) < self.connection_limit:
@@ -202,10 +205,10 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             raise Rejected(431, "too many request headers")
         if self._head_bound > self._max_header_bytes and header_bytes(headers) > self._max_header_bytes:
             raise Rejected(431, "request headers too large")
+        super().on_headers_complete()
         self._phase = BODY
         self._body_bytes = 0
         self._body_seconds = 0.0
-        super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         self._phase = APP
@@ -226,10 +229,14 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     # --- timeouts (heartbeat) -------------------------------------------------------------------
 
     def tick(self, now: float, elapsed: float) -> None:
+        if self._deaf:
+            return  # being closed
         phase = self._phase
         if phase == BODY:
             rate = self.limits.min_body_bytes_per_second
-            if rate > 0 and not self.flow.read_paused:  # paused: the application is not reading
+            # Not timed while the application is not reading: reads paused (its buffer is full),
+            # or a client waiting for "100 Continue", which is sent when the application reads.
+            if rate > 0 and not self.flow.read_paused and not self.cycle.waiting_for_100_continue:
                 self._body_seconds += elapsed
                 seconds = self._body_seconds
                 if seconds > self.limits.min_body_grace_period and self._body_bytes / seconds < rate:
