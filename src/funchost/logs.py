@@ -142,7 +142,11 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.stream.write(self.format(record) + self.terminator)
+            line = self.format(record) + self.terminator
+            try:
+                self.stream.write(line)
+            except UnicodeEncodeError:  # e.g. a lone surrogate a client sent: escape it, keep the line
+                self.stream.write(_encodable(line, self.stream))
             if not self.buffered or self._closing:
                 self.stream.flush()
             elif not self._dirty:
@@ -200,6 +204,11 @@ def _stop_all_flushers() -> None:
 
 
 threading._register_atexit(_stop_all_flushers)  # type: ignore[attr-defined]
+
+
+def _encodable(text: str, stream: TextIO) -> str:
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    return text.encode(encoding, "backslashreplace").decode(encoding)
 
 
 def _is_terminal(stream: TextIO) -> bool:

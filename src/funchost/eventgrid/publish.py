@@ -29,6 +29,7 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 TOPICS_PREFIX = "/eventgrid"
 WEBHOOK_PREFIXES = ("/runtime/webhooks/eventgrid", "/runtime/webhooks/EventGrid")
 EVENTGRID_SYSTEM_KEY = "eventgrid_extension"
+WEBHOOK_BODY_LIMIT = 100 * 1024 * 1024  # the host's request body limit
 
 
 def topic_path(topic: str) -> str:
@@ -56,6 +57,10 @@ def _query(scope: Scope) -> dict[str, str]:
     return dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
 
 
+class ClientGone(Exception):
+    """The client disconnected before its body was read: nothing is processed or answered."""
+
+
 async def read_limited(receive: Receive, limit: int) -> bytes | None:
     """The body, or None once it passes `limit` bytes (the rest is not buffered)."""
     chunks: list[bytes] = []
@@ -63,7 +68,7 @@ async def read_limited(receive: Receive, limit: int) -> bytes | None:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            return b"".join(chunks)
+            raise ClientGone()
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
@@ -98,7 +103,10 @@ class TopicEndpoints:
         except AuthError as exc:
             await respond_error(send, 401, "Unauthorized", str(exc))
             return
-        body = await read_limited(receive, MAX_BODY_BYTES)
+        try:
+            body = await read_limited(receive, MAX_BODY_BYTES)
+        except ClientGone:
+            return
         if body is None:
             error = too_large("The request body", MAX_BODY_BYTES + 1)
             await respond(send, error.status, json.dumps(error.body()).encode())
@@ -131,25 +139,35 @@ class FunctionWebhook:
             await respond(send, 404, f"cannot find function: '{name}'".encode(), "text/plain; charset=utf-8")
             return
         kind = headers.get("aeg-event-type", "").lower()
-        body = await read_limited(receive, 100 * 1024 * 1024) or b""
+        try:
+            body = await read_limited(receive, WEBHOOK_BODY_LIMIT)
+        except ClientGone:
+            return
+        if body is None:
+            await respond(send, 413)
+            return
+        # A body the extension cannot read throws there (500 from the host); funchost answers 400
+        # with the reason, since the request is at fault (docs/deviations.md).
         if kind == "subscriptionvalidation":
             try:
                 code = _validation_code(json.loads(body))
-            except (ValueError, KeyError, IndexError, TypeError) as exc:
-                await respond(send, 500, f"invalid validation request: {exc}".encode(), "text/plain; charset=utf-8")
+            except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
+                await _bad_request(send, f"invalid validation request: {_reason(exc)}")
                 return
             await respond(send, 200, json.dumps({"validationResponse": code}).encode())
             return
         if kind == "notification":
             try:
                 payload = json.loads(body)
-            except ValueError as exc:
-                await respond(send, 500, f"invalid JSON: {exc}".encode(), "text/plain; charset=utf-8")
+            except (ValueError, RecursionError) as exc:
+                await _bad_request(send, f"invalid JSON: {_reason(exc)}")
                 return
             events = payload if isinstance(payload, list) else [payload] if isinstance(payload, dict) else None
             if events is None:
-                await respond(send, 500, b"The request content should be parseable into a JSON object or array.",
-                              "text/plain; charset=utf-8")
+                await _bad_request(send, "The request content should be parseable into a JSON object or array.")
+                return
+            if not all(isinstance(event, dict) for event in events):
+                await _bad_request(send, "Each event must be a JSON object.")
                 return
             ok, message = await invoke_each(runtime.invoker, function, events, runtime.clock.now())
             if ok:
@@ -170,6 +188,14 @@ class FunctionWebhook:
         match = keys.resolve(presented)
         level = getattr(match.level, "name", "")
         return level == "ADMIN" or (level == "SYSTEM" and match.key_name == EVENTGRID_SYSTEM_KEY)
+
+
+async def _bad_request(send: Send, message: str) -> None:
+    await respond(send, 400, message.encode("utf-8", "backslashreplace"), "text/plain; charset=utf-8")
+
+
+def _reason(exc: BaseException) -> str:
+    return "nested too deeply" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {exc}"
 
 
 def _validation_code(payload: Any) -> str:

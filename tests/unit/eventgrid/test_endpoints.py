@@ -175,3 +175,23 @@ async def test_cloudevents_subscription_of_eventgrid_topic_gets_mapped_events(tm
     assert body["specversion"] == "1.0" and body["type"] == "Order.Created" and body["source"].endswith("/orders")
     await rig.stop()
     await hook.aclose()
+
+
+async def test_webhook_answers_400_to_a_body_it_cannot_read(tmp_path: Path) -> None:
+    app = write_app(tmp_path / "app", APP)
+    async with HostHarness(app) as host:
+        hook = "/runtime/webhooks/eventgrid?functionName=on_event"
+        for kind, body, reason in [
+            ("Notification", b"{nope", "invalid JSON"),
+            ("Notification", b"[" * 100_000, "nested too deeply"),
+            ("Notification", b'"text"', "JSON object or array"),
+            ("Notification", b"[1, 2]", "Each event must be a JSON object"),
+            ("SubscriptionValidation", b"{nope", "invalid validation request"),
+            ("SubscriptionValidation", b'[{"data": 5}]', "invalid validation request"),
+            ("SubscriptionValidation", b"[" * 100_000, "nested too deeply"),
+        ]:
+            r = await host.http("POST", hook, content=body, headers={"aeg-event-type": kind}, key="master")
+            assert r.status_code == 400 and reason in r.text, (kind, body[:20], r.status_code, r.text)
+        r = await host.http("POST", "/eventgrid/topics/default/api/events", content=b"[" * 100_000,
+                            headers={"aeg-sas-key": host.runtime.services["eventgrid"].keys["default"].key1})
+        assert r.status_code == 400 and "nested too deeply" in r.json()["error"]["message"]

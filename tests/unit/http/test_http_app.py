@@ -229,3 +229,22 @@ async def test_no_content_statuses_never_send_a_body(make_runtime, function_fact
     # a body (or a non-zero Content-Length) after a 204/304 would corrupt the keep-alive stream
     assert body["body"] == b""
     assert all(name != b"content-length" or value == b"0" for name, value in start["headers"])
+
+
+async def test_a_deeply_nested_json_body_reaches_the_function(make_runtime, function_factory, invoker, keys):
+    """The body is the function's business (the worker parses it only in get_json())."""
+    runtime = make_runtime([function_factory("echo", methods=["POST"])])
+    body = b"[" * 1000
+    async with client_for(runtime, keys) as client:
+        response = await client.post("/api/echo", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 200
+    req = func.get_binding_registry().get("httpTrigger").decode(invoker.requests[0].trigger_value, trigger_metadata={})
+    assert req.get_body() == body
+
+
+async def test_admin_invoke_with_a_body_nested_too_deeply_is_400(make_runtime, function_factory, keys):
+    runtime = make_runtime([function_factory("hello")])
+    async with client_for(runtime, keys) as client:
+        response = await client.post("/admin/functions/hello", headers={"x-functions-key": "master"},
+                                     content=b'{"input": ' + b"[" * 100_000)
+    assert response.status_code == 400

@@ -146,6 +146,6 @@ def _invocation_body(raw: bytes) -> dict[str, Any] | None:
         return None
     try:
         parsed = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than Python can parse
         return None
     return parsed if isinstance(parsed, dict) else None
