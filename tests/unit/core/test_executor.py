@@ -297,6 +297,6 @@ async def test_a_disabled_function_has_no_listener(tmp_path: Path) -> None:
         assert host.runtime.functions["worker"].func.__globals__["RUNS"] == []
         assert await host.queues.count("work") == 1  # the message waits for an enabled host
         assert "worker" not in host.host.listeners
-        assert dict(host.host.describe_functions())["worker"] == "queueTrigger (disabled)"
+        assert {r.name: r.description for r in host.host.describe_functions()}["worker"] == "queueTrigger (disabled)"
     finally:
         await host.stop()

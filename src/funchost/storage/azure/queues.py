@@ -169,6 +169,11 @@ class AzureQueueService:
         with translated():
             await self._queue(name).clear_messages()
 
+    async def oldest_insertion_time(self, name: str) -> datetime | None:
+        """Of the visible messages only: the service offers no way to see invisible ones."""
+        peeked = await self.peek_messages(name, max_messages=1)
+        return peeked[0].insertion_time if peeked else None
+
     async def aclose(self) -> None:
         # Queue clients share the service client's transport; closing it closes them all.
         self._queues.clear()
