@@ -69,23 +69,24 @@ class Executor:
         self.runtime = runtime
         self._pool = FunctionThreadPool(thread_count_from(runtime.settings.get("PYTHON_THREADPOOL_THREAD_COUNT")),
                                         "function")
-        self._plans: dict[str, InvocationPlan] = {}
+        self._plans: dict[str, tuple[InvocationPlan, CallNext]] = {}
         self._stopping = asyncio.Event()
+        self._retry = RetryPolicy(runtime.clock, self._stopping, rng)
         timeout = runtime.options.function_timeout
-        self._handle: CallNext = compose([
-            RetryPolicy(runtime.clock, self._stopping, rng),  # outermost: once per trigger event
+        self._attempt: list[Middleware] = [
             log_invocation,
             *middleware,
             self._bind,
             track_activity,
             FaultPoints(runtime.faults),
             *([FunctionTimeout(runtime.clock, timeout)] if timeout is not None else []),
-        ], self._call)
+        ]
 
     # -- public ----------------------------------------------------------------------------------
 
     async def invoke(self, request: InvocationRequest) -> InvocationResult:
-        return await self._handle(Invocation(request, self.plan(request.function)))
+        plan, handle = self._plan_and_chain(request.function)
+        return await handle(Invocation(request, plan))
 
     async def stop(self) -> None:
         """End retry waits (the attempt in progress finishes); callers drain their own work."""
@@ -94,9 +95,14 @@ class Executor:
 
     def plan(self, function: FunctionSpec) -> InvocationPlan:
         """The function's precomputed invocation plan (built on first use, then reused)."""
+        return self._plan_and_chain(function)[0]
+
+    def _plan_and_chain(self, function: FunctionSpec) -> tuple[InvocationPlan, CallNext]:
         cached = self._plans.get(function.name)
-        if cached is None or cached.function is not function:
-            cached = self._plans[function.name] = InvocationPlan(function)
+        if cached is None or cached[0].function is not function:
+            # The chain is composed once per function: the retry policy only where there is one.
+            pieces: list[Middleware] = [self._retry, *self._attempt] if function.retry is not None else self._attempt
+            cached = self._plans[function.name] = (InvocationPlan(function), compose(pieces, self._call))
         return cached
 
     # -- binding: arguments in, outputs out --------------------------------------------------------

@@ -6,10 +6,11 @@
         ...                                   # after
         return result
 
-The executor composes its chain once (`compose`), outermost first: the retry policy (once per
-trigger event), the Executing/Executed log lines (per attempt), any added pieces, binding
-(arguments in, outputs out: the boundary where a failure becomes a failed result), activity
-tracking, the ``function.before/after`` fault points and ``functionTimeout``, then the call.
+The executor composes the chain once per function (`compose`), outermost first: the retry
+policy (once per trigger event; functions without one skip it), the Executing/Executed log lines
+(per attempt), any added pieces, binding (arguments in, outputs out: the boundary where a failure
+becomes a failed result), activity tracking, the ``function.before/after`` fault points and
+``functionTimeout`` (when set), then the call.
 Pieces above binding get a finished `InvocationResult` and must not raise; pieces below it let
 failures propagate as exceptions, and the result they return is the one binding completes.
 A feature that needs to see every invocation (tracing, metrics) adds a piece.
@@ -43,25 +44,21 @@ class Invocation:
 
 
 CallNext = Callable[[Invocation], Awaitable[InvocationResult]]
+# A piece may also be a plain function returning `call_next(invocation)` when it has nothing to
+# do for this call: no coroutine of its own on the per-call path.
 Middleware = Callable[[Invocation, CallNext], Awaitable[InvocationResult]]
 
 
-class _Link:
-    """`piece` bound to the rest of the chain; calling it starts the piece (no extra frame)."""
+def _link(piece: Middleware, call_next: CallNext) -> CallNext:
+    def handle(invocation: Invocation) -> Awaitable[InvocationResult]:
+        return piece(invocation, call_next)
 
-    __slots__ = ("call_next", "piece")
-
-    def __init__(self, piece: Middleware, call_next: CallNext) -> None:
-        self.piece = piece
-        self.call_next = call_next
-
-    def __call__(self, invocation: Invocation) -> Awaitable[InvocationResult]:
-        return self.piece(invocation, self.call_next)
+    return handle
 
 
 def compose(pieces: Sequence[Middleware], endpoint: CallNext) -> CallNext:
     """One callable running `pieces` (outermost first) around `endpoint`."""
     handler = endpoint
     for piece in reversed(pieces):
-        handler = _Link(piece, handler)
+        handler = _link(piece, handler)
     return handler

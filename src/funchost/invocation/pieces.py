@@ -6,6 +6,8 @@ that binding turns into the attempt's failed result.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from funchost.clock import Clock
 from funchost.errors import FunctionTimeoutError
 from funchost.invocation.contracts import InvocationResult
@@ -25,19 +27,22 @@ async def track_activity(invocation: Invocation, call_next: CallNext) -> Invocat
 
 
 class FaultPoints:
-    """``function.before`` / ``function.after`` around the user function."""
+    """``function.before`` / ``function.after`` around the user function (nothing while no
+    fault is armed: the call goes straight on)."""
 
     def __init__(self, faults: FaultInjector) -> None:
         self.faults = faults
 
-    async def __call__(self, invocation: Invocation, call_next: CallNext) -> InvocationResult:
-        faults = self.faults
-        if not faults.enabled:
-            return await call_next(invocation)
+    def __call__(self, invocation: Invocation, call_next: CallNext) -> Awaitable[InvocationResult]:
+        if not self.faults.enabled:
+            return call_next(invocation)
+        return self._around(invocation, call_next)
+
+    async def _around(self, invocation: Invocation, call_next: CallNext) -> InvocationResult:
         details = {"function": invocation.plan.function.name, "invocation_id": invocation.request.invocation_id}
-        await faults.hit("function.before", **details)
+        await self.faults.hit("function.before", **details)
         result = await call_next(invocation)
-        await faults.hit("function.after", **details)
+        await self.faults.hit("function.after", **details)
         return result
 
 
