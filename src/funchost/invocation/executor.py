@@ -36,7 +36,7 @@ from funchost.invocation.pieces import FaultPoints, FunctionTimeout, track_activ
 from funchost.invocation.plan import INPUT, OUT, TRIGGER, InvocationPlan
 from funchost.invocation.retry import RetryPolicy
 from funchost.invocation.threads import FunctionThreadPool
-from funchost.runtime import activity
+from funchost.runtime import activity, registry
 
 if TYPE_CHECKING:
     from funchost.runtime.contracts import Runtime
@@ -62,10 +62,11 @@ def thread_count_from(value: str | None) -> int:
 
 
 class Executor:
-    def __init__(self, runtime: Runtime, *, middleware: Sequence[Middleware] = (),
+    def __init__(self, runtime: Runtime, *, middleware: Sequence[Middleware] | None = None,
                  rng: random.Random | None = None) -> None:
-        """`middleware`: pieces of a feature that sees every attempt's result (tracing,
-        metrics); they run inside the log lines and around binding."""
+        """`middleware`: pieces of features that see every attempt and its result (tracing,
+        metrics); they run inside the log lines and around binding. By default, those of
+        `registry.MIDDLEWARE_MODULES`."""
         self.runtime = runtime
         self._pool = FunctionThreadPool(thread_count_from(runtime.settings.get("PYTHON_THREADPOOL_THREAD_COUNT")),
                                         "function")
@@ -73,6 +74,8 @@ class Executor:
         self._stopping = asyncio.Event()
         self._retry = RetryPolicy(runtime.clock, self._stopping, rng)
         timeout = runtime.options.function_timeout
+        if middleware is None:
+            middleware = [factory(runtime) for factory in registry.middleware_factories()]
         self._attempt: list[Middleware] = [
             log_invocation,
             *middleware,

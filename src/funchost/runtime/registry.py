@@ -1,8 +1,10 @@
-"""Where each trigger, binding and host-wide service is implemented.
+"""Where each trigger, binding, host-wide service and invocation piece is implemented.
 
 Triggers and bindings are keyed by the library's type strings; each module exposes ``SUPPORT``
 (a `TriggerSupport` / `BindingSupport`). Host-wide services are modules exposing ``start``
-(a `HostServiceStart`), started with every host. Adding one is a new module and ONE line here.
+(a `HostServiceStart`), started with every host. Invocation pieces (tracing, metrics, ...) are
+modules exposing ``middleware(runtime)`` returning a `Middleware` the executor adds to its chain.
+Adding one is a new module and ONE line here.
 
 Modules are imported lazily, so an app only pays for what it uses, and a type whose module is
 absent is reported as unsupported instead of crashing the import.
@@ -11,10 +13,12 @@ absent is reported as unsupported instead of crashing the import.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from types import ModuleType
 from typing import cast
 
-from funchost.runtime.contracts import BindingSupport, HostServiceStart, TriggerSupport
+from funchost.invocation.middleware import Middleware
+from funchost.runtime.contracts import BindingSupport, HostServiceStart, Runtime, TriggerSupport
 
 TRIGGER_MODULES: dict[str, str] = {
     "httpTrigger": "funchost.triggers.http",
@@ -35,6 +39,9 @@ BINDING_MODULES: dict[str, str] = {
 HOST_SERVICE_MODULES: tuple[str, ...] = (
     "funchost.eventgrid.service",
 )
+
+# Pieces added to every invocation, inside the Executing/Executed lines and around binding.
+MIDDLEWARE_MODULES: tuple[str, ...] = ()
 
 
 def _module(module_name: str) -> ModuleType | None:
@@ -61,6 +68,11 @@ def binding_support(binding_type: str) -> BindingSupport | None:
 def host_service_starts() -> list[HostServiceStart]:
     found = (_module(name) for name in HOST_SERVICE_MODULES)
     return [cast(HostServiceStart, module.start) for module in found if module is not None]
+
+
+def middleware_factories() -> list[Callable[[Runtime], Middleware]]:
+    found = (_module(name) for name in MIDDLEWARE_MODULES)
+    return [cast(Callable[[Runtime], Middleware], module.middleware) for module in found if module is not None]
 
 
 def require_trigger(trigger_type: str) -> TriggerSupport:
