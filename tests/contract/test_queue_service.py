@@ -282,3 +282,14 @@ async def test_clear_messages(queue_service):
     await queue_service.clear_messages(name)
     assert (await queue_service.get_queue_properties(name)).approximate_message_count == 0
     assert await queue_service.peek_messages(name) == []
+
+
+async def test_oldest_insertion_time(queue_service):
+    name = qname()
+    await queue_service.create_queue(name)
+    assert await queue_service.oldest_insertion_time(name) is None
+    first = await queue_service.put_message(name, "first")
+    await asyncio.sleep(1.1)  # insertion times have second precision on the service
+    second = await queue_service.put_message(name, "second")
+    assert second.insertion_time > first.insertion_time
+    assert await queue_service.oldest_insertion_time(name) == first.insertion_time
