@@ -10,7 +10,6 @@ listener retry interval after ``funchost docs upsert --create`` makes its contai
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import httpx
@@ -84,18 +83,15 @@ def test_the_healthy_functions_run_and_the_broken_ones_are_listed_in_error(tmp_p
 
         run_cli("docs", "upsert", "-d", "shop", "-c", "items", "--create", '{"id": "first"}',
                 "--app", str(app), "--data", str(data))
-        created = time.monotonic()
+        # The next retry (at most one interval away) starts the listener, which reads the feed
+        # at once; the bound is generous for a busy machine (the schedule itself is unit-tested).
         wait_until(lambda: "feed saw first" in host.output(), "the change feed function to run",
                    timeout=RETRY_INTERVAL + 20, hosts=[host])
-        started_after = time.monotonic() - created
         assert "Listener successfully started for function 'Functions.feed' after" in host.output()
         assert status(host, "feed") == {}
     finally:
         code, output = stop_funchost(host)
     assert code == 0, output
-    # Within one retry interval, plus the time the listener takes to start and read (generous
-    # on a busy machine; the point is that no restart or long back-off is needed).
-    assert started_after < RETRY_INTERVAL + 15
 
 
 def test_json_output_carries_the_errors(tmp_path: Path) -> None:

@@ -141,3 +141,41 @@ async def test_a_stopping_host_ends_the_retries(tmp_path: Path) -> None:
     assert not listener.started
     await host.stop()  # returns: the retry loop ended, nothing was started
     assert not listener.started and listener.listener is None
+
+
+class _FailsUntil:
+    """A listener that cannot start until `ready` is set (the resource exists)."""
+
+    def __init__(self, ready: list[bool], started: list[float], clock: ManualClock) -> None:
+        self.ready, self.started, self.clock = ready, started, clock
+
+    async def start(self) -> None:
+        self.started.append(self.clock.monotonic())
+        if not self.ready:
+            raise RuntimeError("the container does not exist")
+
+    async def stop(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("cap", "expected"), [(120.0, [0.0, 2.0]), (1.0, [0.0, 1.0, 2.0, 3.0])])
+async def test_listener_retries_follow_the_back_off_and_the_cap(cap: float, expected: list[float]) -> None:
+    from funchost.listeners.function_listener import FunctionListener
+    from funchost.runtime.function_errors import FunctionErrors
+    from funchost.testing import settle
+
+    clock, errors = ManualClock(), FunctionErrors()
+    ready: list[bool] = []
+    attempts: list[float] = []
+    start = clock.monotonic()
+    listener = FunctionListener("feed", lambda: _FailsUntil(ready, attempts, clock), errors, clock,
+                                max_retry_interval=cap)
+    await listener.start()
+    assert errors.of("feed") == ["The listener for function 'Functions.feed' was unable to start. "
+                                 "the container does not exist."]
+    await clock.advance(expected[-1] + 0.01, settle)
+    assert [round(t - start, 2) for t in attempts] == expected  # Azure: 2 s first, growing to 2 min
+    ready.append(True)
+    await clock.advance(cap if cap < 10 else 5, settle)
+    assert listener.started and errors.of("feed") == []
+    await listener.stop()
