@@ -57,6 +57,18 @@ async def test_valid_queue_names_are_accepted(queue_service, good):
     await queue_service.delete_queue(good)
 
 
+@pytest.mark.parametrize("bad", ["1abc", "has-dash", "sp ace"])
+async def test_invalid_metadata_names_are_rejected(queue_service, bad):
+    name = qname()
+    with pytest.raises(InvalidInput) as info:
+        await queue_service.create_queue(name, {bad: "x"})
+    assert info.value.status == 400
+    assert not await queue_service.queue_exists(name)
+    await queue_service.create_queue(name)
+    with pytest.raises(InvalidInput):
+        await queue_service.set_queue_metadata(name, {bad: "x"})
+
+
 async def test_delete_queue_and_missing_queue(queue_service):
     name = qname()
     await queue_service.create_queue(name)

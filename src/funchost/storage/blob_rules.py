@@ -12,11 +12,11 @@ from collections.abc import Mapping
 
 from funchost.errors import InvalidInput, InvalidResourceName
 from funchost.storage.blobs import INFINITE_LEASE
+from funchost.storage.metadata import is_metadata_name
 
 _CONTAINER = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$")
 MAX_BLOB_NAME = 1024
 MAX_PATH_SEGMENTS = 254
-_METADATA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_METADATA_BYTES = 8 * 1024
 MIN_LEASE_DURATION, MAX_LEASE_DURATION = 15, 60
 MAX_BREAK_PERIOD = 60
@@ -45,7 +45,7 @@ def check_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
     seen: set[str] = set()
     size = 0
     for key, value in metadata.items():
-        if not _METADATA_NAME.match(key) or key.lower() in seen:
+        if not is_metadata_name(key) or key.lower() in seen:
             raise InvalidInput(f"invalid metadata name {key!r}", code="InvalidMetadata")
         seen.add(key.lower())
         size += len(key.encode()) + len(str(value).encode())

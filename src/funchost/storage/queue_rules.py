@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 
 from funchost.errors import InvalidInput, InvalidResourceName, RequestBodyTooLarge
+from funchost.storage.metadata import is_metadata_name
 
 MAX_MESSAGE_BYTES = 64 * 1024  # of UTF-8 encoded message text
 DEFAULT_TTL = 7 * 24 * 3600  # seconds
@@ -19,7 +20,6 @@ MAX_GET_MESSAGES = 32
 MAX_VISIBILITY = 7 * 24 * 3600
 
 _NAME = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?!-))*[a-z0-9]$")
-_METADATA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VALID_NAMES: set[str] = set()  # names already checked (every call checks its queue name)
 
 
@@ -84,6 +84,6 @@ def check_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
     """Metadata names are C# identifiers; values are kept as text."""
     items = dict(metadata or {})
     for key in items:
-        if not isinstance(key, str) or not _METADATA_NAME.match(key):
+        if not is_metadata_name(key):
             raise InvalidInput(f"invalid metadata name {key!r}", code="InvalidMetadata", status=400)
     return {k: str(v) for k, v in items.items()}
