@@ -6,7 +6,7 @@ The `DocumentStore` port is asynchronous. A sync caller is one of:
   event loop, like every other storage call of the host;
 * a thread with no event loop (a script, the CLI): the call runs on a loop kept for that thread;
 * code on a thread whose loop is running (blocking sync code inside ``async def``): the call runs
-  on a short-lived loop in a helper thread, since that loop cannot be re-entered; the caller's
+  on a short-lived loop in a separate thread, since that loop cannot be re-entered; the caller's
   loop is blocked meanwhile, as any blocking call blocks it.
 """
 
@@ -30,8 +30,8 @@ def run_sync(work: Coroutine[Any, Any, T]) -> T:
     except RuntimeError:
         pass
     else:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="documents-sync") as helper:
-            return helper.submit(asyncio.run, work).result()
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="documents-sync") as separate:
+            return separate.submit(asyncio.run, work).result()
     host_loop = _host_loop()
     if host_loop is not None:
         return asyncio.run_coroutine_threadsafe(work, host_loop).result()

@@ -99,7 +99,7 @@ def test_two_store_objects_on_one_file_share_state(tmp_path, clock, items) -> No
 
 
 async def test_the_sync_client_works_inside_a_running_loop(items) -> None:  # type: ignore[no-untyped-def]
-    """Blocking code inside `async def` (this test) runs the call on a helper thread's loop."""
+    """Blocking code inside `async def` (this test) runs the call on a separate thread's loop."""
     items.upsert_item({"id": "in-loop", "pk": "p"})
     assert items.read_item("in-loop", "p")["id"] == "in-loop"
 
