@@ -32,6 +32,8 @@ def category_of(record: logging.LogRecord) -> str:
     if record.name.startswith("funchost"):
         area = record.name.split(".", 1)[1] if "." in record.name else "General"
         return f"Host.{area.capitalize()}"
+    if record.name.startswith("Host."):
+        return record.name  # already a host category (e.g. Host.Triggers.CosmosDB)
     info = current_invocation.get()
     if info is not None:
         return f"Function.{info.function_name}.User"

@@ -16,7 +16,7 @@ import pytest
 from funchost.clock import ManualClock
 from funchost.errors import InvalidInput, InvalidResourceName
 from funchost.settings.app_settings import AppSettings
-from funchost.storage.backend import EmbeddedStorage
+from funchost.storage.backend import create_backend
 from funchost.storage.eventhub_partitioning import partition_index_for_key
 from funchost.storage.eventhubs import (
     MAX_PUBLISH_BYTES,
@@ -38,7 +38,7 @@ def clock() -> ManualClock:
 
 @pytest.fixture(params=BROKERS)
 async def broker(request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock) -> AsyncIterator[EventHubBroker]:
-    storage = EmbeddedStorage(tmp_path / "data", AppSettings({}, environ={}), clock)
+    storage = create_backend("embedded", tmp_path / "data", AppSettings({}, environ={}), clock)
     yield storage.eventhubs("localhost")
     await storage.aclose()
 
@@ -154,8 +154,8 @@ async def test_consumer_groups(broker: EventHubBroker) -> None:
 
 
 async def test_two_broker_objects_on_one_folder_share_one_log(tmp_path: Path, clock: ManualClock) -> None:
-    first = EmbeddedStorage(tmp_path / "data", AppSettings({}, environ={}), clock)
-    second = EmbeddedStorage(tmp_path / "data", AppSettings({}, environ={}), clock)
+    first = create_backend("embedded", tmp_path / "data", AppSettings({}, environ={}), clock)
+    second = create_backend("embedded", tmp_path / "data", AppSettings({}, environ={}), clock)
     try:
         await first.eventhubs("localhost").create_hub("h", partition_count=1)
         a = await first.eventhubs("localhost").send("h", events("a"))

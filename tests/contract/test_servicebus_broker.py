@@ -15,7 +15,7 @@ import pytest
 
 from funchost.clock import ManualClock
 from funchost.settings.app_settings import AppSettings
-from funchost.storage.backend import EmbeddedStorage
+from funchost.storage.backend import create_backend
 from funchost.storage.servicebus import (
     CorrelationFilter,
     EntityProperties,
@@ -41,7 +41,7 @@ def clock() -> ManualClock:
 
 @pytest.fixture(params=IMPLEMENTATIONS)
 async def broker(request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock) -> AsyncIterator[object]:
-    storage = EmbeddedStorage(tmp_path / "data", AppSettings({}, environ={}), clock)
+    storage = create_backend("embedded", tmp_path / "data", AppSettings({}, environ={}), clock)
     yield storage.servicebus("sbemulatorns")
     await storage.aclose()
 
@@ -357,7 +357,7 @@ async def test_forwarding_moves_messages_and_dead_letters(broker):
 
 
 async def test_two_brokers_on_one_file_never_receive_the_same_message(tmp_path, clock):
-    stores = [EmbeddedStorage(tmp_path / "data", AppSettings({}, environ={}), clock) for _ in range(2)]
+    stores = [create_backend("embedded", tmp_path / "data", AppSettings({}, environ={}), clock) for _ in range(2)]
     brokers = [s.servicebus("sbemulatorns") for s in stores]
     await brokers[0].create_queue("shared")
     await brokers[1].send("shared", [msg(str(i)) for i in range(200)])

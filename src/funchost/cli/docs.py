@@ -57,7 +57,7 @@ def register(subparsers: Any) -> None:
 
 def _client(args: argparse.Namespace) -> tuple[CosmosClient, Any]:
     ctx = open_storage(args)
-    return CosmosClient(ctx.backend.documents(args.connection)), ctx
+    return CosmosClient(ctx.storage.documents(args.connection)), ctx
 
 
 def _read_documents(text: str) -> list[dict[str, Any]]:
@@ -133,8 +133,8 @@ def _status(args: argparse.Namespace) -> int:
     from funchost.documents.estimator import estimate
 
     ctx = open_storage(args)
-    store = ctx.backend.documents(args.connection)
-    lease_store = ctx.backend.documents(args.lease_connection or args.connection)
+    store = ctx.storage.documents(args.connection)
+    lease_store = ctx.storage.documents(args.lease_connection or args.connection)
     result = asyncio.run(estimate(store, args.database, args.container, lease_store,
                                   args.lease_database or args.database, args.lease_container, args.prefix))
     if not result.leases:

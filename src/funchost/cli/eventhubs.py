@@ -21,6 +21,7 @@ from funchost.cli.common import StorageContext, open_storage, report_errors
 from funchost.errors import ConfigError
 from funchost.runtime.signals import Signals
 from funchost.storage.eventhubs import DEFAULT_CONSUMER_GROUP, EventToSend
+from funchost.storage.host_storage import HostStorage
 from funchost.testing.eventhubs import EventHubTools
 
 
@@ -66,7 +67,7 @@ class _AppView:
 
     app_dir: Path
     settings: Mapping[str, str]
-    storage: Any
+    storage: HostStorage
     signals: Signals
 
     @property
@@ -77,13 +78,13 @@ class _AppView:
 def _run(args: argparse.Namespace, action: Callable[[EventHubTools], Awaitable[Any]]) -> int:
     async def main() -> Any:
         ctx: StorageContext = open_storage(args)
-        view = _AppView(ctx.app_dir, ctx.settings, ctx.backend, Signals())
+        view = _AppView(ctx.app_dir, ctx.settings, ctx.storage, Signals())
         tools = EventHubTools(view)
         try:
             return await action(tools)
         finally:
             await tools.service.aclose()
-            await ctx.backend.aclose()
+            await ctx.storage.aclose()
 
     result = asyncio.run(main())
     if args.output == "json":

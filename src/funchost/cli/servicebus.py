@@ -26,8 +26,9 @@ from funchost.servicebus.namespaces import (
     resolve_connection,
 )
 from funchost.settings.app_settings import AppSettings
+from funchost.settings.exported import exported_settings
 from funchost.settings.local_settings import load_local_settings
-from funchost.storage.backend import create_backend
+from funchost.storage.host_storage import open_storage
 from funchost.storage.servicebus import EntityInfo, OutgoingMessage, ReceivedMessage, split_dead_letter
 
 
@@ -92,15 +93,15 @@ def _run(args: argparse.Namespace, action: Action) -> int:
     async def main() -> int:
         app_dir = Path(args.app).resolve()
         data_dir = Path(args.data).resolve() if args.data else app_dir / ".funchost"
-        settings = AppSettings(load_local_settings(app_dir).values)
-        backend = create_backend("embedded", data_dir, settings, SystemClock())
-        namespace = open_namespace(resolve_connection(args.connection, settings), backend, app_dir, settings)
+        settings = AppSettings(exported_settings(load_local_settings(app_dir), None))
+        storage = open_storage("embedded", data_dir, settings, SystemClock())
+        namespace = open_namespace(resolve_connection(args.connection, settings), storage, app_dir, settings)
         try:
             return await action(args, namespace)
         finally:
             if not namespace.embedded:
                 await namespace.broker.aclose()
-            await backend.aclose()
+            await storage.aclose()
 
     return asyncio.run(main())
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from funchost import __version__, logs
 from funchost.errors import FunchostError
 from funchost.host import Host, HostConfig
+from funchost.storage.backend import BACKEND_MODULES
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -22,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         "Host.LocalHttpPort, else 7071; 0 picks a free port)")
     parser.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--data", default=None, metavar="DIR", help="data folder (default APP_DIR/.funchost)")
-    parser.add_argument("--storage", choices=("embedded", "azure"), default="embedded",
+    parser.add_argument("--storage", choices=tuple(BACKEND_MODULES), default="embedded",
                         help="embedded SQLite storage (default) or the connection strings as given (Azurite/Azure)")
     parser.add_argument("--output", choices=("text", "json"), default="text",
                         help="console output: text as Core Tools prints it, or NDJSON events")
@@ -115,12 +116,16 @@ def _banner(host: Host, output: str, started: float) -> None:
                     dataDir=str(host.data_dir))
     logs.print_line("", output=output) if output == "text" else None
     logs.print_line("Functions:", output=output, event="FunctionsHeader") if output == "text" else None
-    for name, description in host.describe_functions():
+    for row in host.describe_functions():
         if output == "text":
-            print(f"\n\t{name}: {description}")
+            print(f"\n\t{row.name}: {row.description}")
+            for error in row.errors:
+                where = f" ({Path(row.file).name}:{row.line})" if row.file and row.line else ""
+                print(f"\t\tin error{where}: {error}")
         else:
-            logs.print_line(f"{name}: {description}", output=output, event="FunctionIndexed",
-                            function=name, description=description)
+            logs.print_line(f"{row.name}: {row.description}", output=output, event="FunctionIndexed",
+                            function=row.name, description=row.description, errors=row.errors,
+                            file=row.file, line=row.line)
     if output == "text":
         print()
     if host.keys is not None:

@@ -15,7 +15,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from funchost.eventgrid import SCHEMA_CLOUDEVENTS, SCHEMA_EVENTGRID
+from funchost.eventgrid import SCHEMA_CLOUDEVENTS
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_EVENT_BYTES = 1024 * 1024
@@ -206,13 +206,3 @@ def to_cloud_event(event: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def event_size(event: dict[str, Any]) -> int:
-    return len(json.dumps(event, separators=(",", ":")).encode())
-
-
-def is_cloud_event(event: dict[str, Any]) -> bool:
-    return "specversion" in event
-
-
-def schema_of(event: dict[str, Any]) -> str:
-    return SCHEMA_CLOUDEVENTS if is_cloud_event(event) else SCHEMA_EVENTGRID

@@ -33,6 +33,7 @@ from funchost.storage.eventhubs import (
     validate_consumer_group_name,
     validate_hub_name,
 )
+from funchost.storage.host_storage import HostStorage
 
 
 class HostView(Protocol):
@@ -45,7 +46,7 @@ class HostView(Protocol):
     def settings(self) -> Mapping[str, str]: ...
 
     @property
-    def storage(self) -> Any: ...
+    def storage(self) -> HostStorage: ...
 
     @property
     def signals(self) -> Any: ...
@@ -139,11 +140,7 @@ class EventHubsService:
 
     def broker(self, connection: MessagingConnection) -> EventHubBroker:
         if connection.is_embedded:
-            factory = getattr(self.runtime.storage, "eventhubs", None)
-            if factory is None:
-                raise ConfigError("the embedded Event Hubs broker needs '--storage embedded'; with '--storage azure' "
-                                  "use a connection string of a real Event Hubs namespace")
-            return factory(EMBEDDED_NAMESPACE)  # type: ignore[no-any-return]
+            return self.runtime.storage.eventhubs(EMBEDDED_NAMESPACE)
         key = connection.setting_name
         if key not in self._brokers:
             from funchost.eventhubs.sdk import SdkEventHubBroker

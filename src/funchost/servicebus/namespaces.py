@@ -15,7 +15,6 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from funchost.errors import ConfigError
 from funchost.servicebus.config import DEFAULT_NAMESPACE, ServiceBusConfig, load_config
 from funchost.settings.app_settings import AppSettings
 from funchost.settings.messaging_connections import (
@@ -24,6 +23,7 @@ from funchost.settings.messaging_connections import (
     is_running_locally,
     resolve_messaging_connection,
 )
+from funchost.storage.host_storage import HostStorage
 from funchost.storage.servicebus import (
     MessagingEntityAlreadyExists,
     MessagingEntityNotFound,
@@ -109,14 +109,10 @@ class ServiceBusNamespace:
 _embedded: weakref.WeakKeyDictionary[Any, ServiceBusNamespace] = weakref.WeakKeyDictionary()
 
 
-def embedded_namespace(storage: Any, app_dir: Path, settings: AppSettings) -> ServiceBusNamespace:
+def embedded_namespace(storage: HostStorage, app_dir: Path, settings: AppSettings) -> ServiceBusNamespace:
     """The data folder's embedded namespace (one per storage backend object)."""
-    factory = getattr(storage, "servicebus", None)
-    if factory is None:
-        raise ConfigError("the embedded Service Bus is part of embedded storage; run with --storage embedded or "
-                          "give the connection a real Service Bus namespace")
     config = load_config(app_dir, settings)
-    broker = factory(config.namespace if config else DEFAULT_NAMESPACE)
+    broker = storage.servicebus(config.namespace if config else DEFAULT_NAMESPACE)
     namespace = _embedded.get(broker)
     if namespace is None:
         namespace = _embedded[broker] = ServiceBusNamespace(broker, config, embedded=True)
@@ -138,7 +134,7 @@ def announce(connection: MessagingConnection, owner: object, data_dir: Path) -> 
                  connection.setting_name, data_dir / "servicebus")
 
 
-def open_namespace(connection: MessagingConnection, storage: Any, app_dir: Path, settings: AppSettings
+def open_namespace(connection: MessagingConnection, storage: HostStorage, app_dir: Path, settings: AppSettings
                    ) -> ServiceBusNamespace:
     """Embedded namespace, or a real one through azure-servicebus (one client per caller)."""
     if connection.embedded:

@@ -184,7 +184,8 @@ class HostHarness:
         headers = dict(kwargs.pop("headers", None) or {})
         if key is not None:
             self._http_client()  # creates the key store when no server runs
-            keys = self.runtime.services["http.keys"]
+            keys = self.runtime.services.keys
+            assert keys is not None
             headers["x-functions-key"] = keys.master_key if key == "master" else key
         response = await client.request(method, path, headers=headers, **kwargs)
         return response
@@ -195,10 +196,10 @@ class HostHarness:
             from funchost.triggers.http.server import create_asgi_app
 
             runtime = self.runtime
-            keys = runtime.services.get("http.keys")
+            keys = runtime.services.keys
             if keys is None:
-                keys = KeyStore.load_or_create(self.data_dir, runtime.settings, list(runtime.functions))
-                runtime.services["http.keys"] = keys
+                keys = runtime.services.keys = KeyStore.load_or_create(self.data_dir, runtime.settings,
+                                                                       list(runtime.functions))
             app = create_asgi_app(runtime, keys)
             self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
                                              base_url=f"http://localhost:{HARNESS_PORT}")

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from funchost.documents import connect
-from funchost.errors import AppLoadError
 from funchost.testing import HostHarness
 from funchost.testing.harness import write_app
 
@@ -119,7 +116,7 @@ async def test_retry_policy_runs_then_the_same_batch_is_delivered_again(tmp_path
     assert len(module["CALLS"]) == calls  # succeeded: checkpointed, not delivered again
 
 
-async def test_a_v3_cosmos_input_binding_is_refused_with_its_v4_names(tmp_path: Path) -> None:
+async def test_a_v3_cosmos_input_binding_puts_the_function_in_error_with_its_v4_names(tmp_path: Path) -> None:
     app = write_app(tmp_path / "app", """
         import azure.functions as func
         app = func.FunctionApp()
@@ -130,5 +127,6 @@ async def test_a_v3_cosmos_input_binding_is_refused_with_its_v4_names(tmp_path: 
         def lookup(msg: func.QueueMessage, found: func.DocumentList) -> None:
             pass
     """)
-    with pytest.raises(AppLoadError, match=r"'collectionName' \(now 'containerName'\)"):
-        await HostHarness(app, data_dir=tmp_path / "data").start()
+    async with HostHarness(app, data_dir=tmp_path / "data") as host:
+        [reason] = host.runtime.function_errors.of("lookup")
+    assert "'collectionName' (now 'containerName')" in reason

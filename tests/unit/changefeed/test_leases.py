@@ -216,7 +216,7 @@ async def test_create_lease_container_if_not_exists_creates_it(tmp_path: Path, c
     assert len(cf.processors) == 2
     await cf.stop()
     store = runtime.storage.documents("CosmosDB")
-    info = store.run_sync(lambda c: store.get_container(c, "db", "myleases"))
+    info = await store.get_container("db", "myleases")
     assert info.partition_key_path == "/id" and info.default_ttl == -1
 
 

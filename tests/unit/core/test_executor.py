@@ -13,7 +13,7 @@ from azure.functions.meta import Datum
 from funchost.errors import FunctionTimeoutError, InvocationError
 from funchost.invocation.context import InvocationInfo, current_invocation
 from funchost.invocation.contracts import InvocationRequest
-from funchost.logs import CategoryFilter, TextFormatter
+from funchost.logs import CategoryFilter, TextFormatter, category_of
 from funchost.testing import HostHarness, write_app
 
 TIMER = Datum(json.dumps({"Schedule": {"AdjustForDST": True}, "ScheduleStatus": None, "IsPastDue": False}), "json")
@@ -113,6 +113,13 @@ def test_user_log_records_are_tagged_with_the_invocation() -> None:
     assert record.category == "Function.work.User"
     assert record.invocation_id == "abc-123"
     assert "[Functions.work Id=abc-123] hello" in TextFormatter().format(record)
+
+
+def test_host_categories_are_kept_and_funchost_loggers_are_mapped() -> None:
+    cosmos = logging.LogRecord("Host.Triggers.CosmosDB", logging.INFO, __file__, 1, "lease", None, None)
+    startup = logging.LogRecord("funchost.startup", logging.ERROR, __file__, 1, "in error", None, None)
+    assert category_of(cosmos) == "Host.Triggers.CosmosDB"  # not Host.Host.Triggers.CosmosDB
+    assert category_of(startup) == "Host.Startup"
 
 
 def test_log_levels_follow_the_most_specific_category() -> None:
@@ -290,7 +297,7 @@ async def test_a_disabled_function_has_no_listener(tmp_path: Path) -> None:
         assert host.runtime.functions["worker"].func.__globals__["RUNS"] == []
         assert await host.queues.count("work") == 1  # the message waits for an enabled host
         assert "worker" not in host.host.listeners
-        assert dict(host.host.describe_functions())["worker"] == "queueTrigger (disabled)"
+        assert {r.name: r.description for r in host.host.describe_functions()}["worker"] == "queueTrigger (disabled)"
     finally:
         await host.stop()
 

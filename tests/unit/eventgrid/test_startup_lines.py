@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from funchost.eventgrid.service import EventGridService
 from funchost.testing import HostHarness, write_app
 
 NO_EVENT_GRID = """
@@ -38,7 +39,7 @@ async def test_an_app_without_event_grid_gets_the_topic_lines_at_debug_only(
     write_app(tmp_path / "app", NO_EVENT_GRID)
     with caplog.at_level(logging.DEBUG, logger="funchost.eventgrid"):
         async with HostHarness(tmp_path / "app", data_dir=tmp_path / "data") as host:
-            await host.runtime.services["eventgrid"].publish("default", [{
+            await eventgrid_service(host).publish("default", [{
                 "id": "1", "subject": "s", "eventType": "t", "eventTime": "2024-01-01T00:00:00Z",
                 "data": {}, "dataVersion": "1"}])
     lines = _topic_lines(caplog)
@@ -55,3 +56,9 @@ async def test_an_app_with_an_event_grid_function_gets_the_topic_lines(
         async with HostHarness(tmp_path / "app", data_dir=tmp_path / "data"):
             pass
     assert {level for level, _ in _topic_lines(caplog)} == {logging.INFO}
+
+
+def eventgrid_service(host: HostHarness) -> EventGridService:
+    service = host.runtime.services.find(EventGridService)
+    assert service is not None
+    return service

@@ -79,7 +79,7 @@ async def two_hosts(tmp_path):  # type: ignore[no-untyped-def]
 
 
 def listener(host: HostHarness):  # type: ignore[no-untyped-def]
-    return host.host.listeners["work"]
+    return host.host.listeners["work"].listener
 
 
 async def test_two_hosts_split_evenly_and_take_over_after_expiry(two_hosts) -> None:  # type: ignore[no-untyped-def]

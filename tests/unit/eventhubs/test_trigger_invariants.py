@@ -116,10 +116,10 @@ async def stored_checkpoints(data_dir, hub):  # type: ignore[no-untyped-def]
     """The checkpoints on disk, read without starting a host (which would process at once)."""
     from funchost.clock import SystemClock
     from funchost.settings.app_settings import AppSettings
-    from funchost.storage.backend import EmbeddedStorage
+    from funchost.storage.backend import create_backend
     from funchost.triggers.eventhub.checkpoints import BlobCheckpointStore
 
-    storage = EmbeddedStorage(data_dir, AppSettings({}, environ={}), SystemClock())
+    storage = create_backend("embedded", data_dir, AppSettings({}, environ={}), SystemClock())
     try:
         found = await BlobCheckpointStore(storage.blobs()).list_checkpoints("localhost", hub, "$Default")
     finally:
@@ -131,10 +131,10 @@ async def send_offline(data_dir, hub, bodies, partition_id):  # type: ignore[no-
     """Events written before any host runs (as another process would)."""
     from funchost.clock import SystemClock
     from funchost.settings.app_settings import AppSettings
-    from funchost.storage.backend import EmbeddedStorage
+    from funchost.storage.backend import create_backend
     from funchost.storage.eventhubs import EventToSend
 
-    storage = EmbeddedStorage(data_dir, AppSettings({}, environ={}), SystemClock())
+    storage = create_backend("embedded", data_dir, AppSettings({}, environ={}), SystemClock())
     try:
         broker = storage.eventhubs("localhost")
         await broker.create_hub(hub)

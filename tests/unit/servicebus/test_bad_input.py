@@ -43,11 +43,11 @@ def wants_text(text: str) -> None:
 async def test_mismatched_or_unknown_entities_put_only_that_function_in_error(tmp_path):
     app = write_app(tmp_path / "app", MIXED, files={"Config.json": json.dumps(CONFIG)})
     async with HostHarness(app) as host:
-        listing = dict(host.host.describe_functions())
-        assert "requires sessions" in listing["no_sessions"] and "is_sessions_enabled" in listing["no_sessions"]
-        assert "MessagingEntityNotFound" in listing["unknown_subscription"]
-        assert "events/Subscriptions/missing" in listing["unknown_subscription"]
-        assert listing["healthy"] == "serviceBusTrigger"
+        errors = {row.name: " ".join(row.errors) for row in host.host.describe_functions()}
+        assert "requires sessions" in errors["no_sessions"] and "is_sessions_enabled" in errors["no_sessions"]
+        assert "MessagingEntityNotFound" in errors["unknown_subscription"]
+        assert "events/Subscriptions/missing" in errors["unknown_subscription"]
+        assert errors["healthy"] == ""
         await host.servicebus.send("orders", "still runs")
         await host.advance(1)
         assert sys.modules["function_app"].SEEN == ["healthy:still runs"]
@@ -85,9 +85,9 @@ async def test_a_body_that_is_not_utf8_fails_a_str_parameter_and_is_dead_lettere
 async def test_invalid_trigger_properties_name_the_function(tmp_path, decorator, expected):
     code = f"import azure.functions as func\napp = func.FunctionApp()\n\n{decorator}\ndef broken(m: str) -> None:\n    pass\n"
     app = write_app(tmp_path / "app", code)
-    with pytest.raises(AppLoadError) as caught:
-        await HostHarness(app).start()
-    assert caught.value.function == "broken" and expected in str(caught.value)
+    async with HostHarness(app) as host:  # the function is in error; the app starts
+        [reason] = host.runtime.function_errors.of("broken")
+    assert expected in reason
 
 
 @pytest.mark.parametrize(("config", "expected"), [
@@ -105,9 +105,9 @@ async def test_an_invalid_config_json_is_reported_with_its_path(tmp_path, config
             "@app.service_bus_queue_trigger(arg_name='m', queue_name='q', connection='ServiceBus')\n"
             "def reader(m: str) -> None:\n    pass\n")
     app = write_app(tmp_path / "app", code, files={"Config.json": config})
-    with pytest.raises(AppLoadError) as caught:
-        await HostHarness(app, settings={"FUNCHOST_SERVICEBUS_CONFIG": "Config.json"}).start()
-    assert caught.value.function == "reader" and expected in str(caught.value)
+    async with HostHarness(app, settings={"FUNCHOST_SERVICEBUS_CONFIG": "Config.json"}) as host:
+        [reason] = host.runtime.function_errors.of("reader")
+    assert expected in reason
 
 
 def test_a_real_namespace_without_credentials_is_a_config_error():
@@ -125,27 +125,6 @@ def test_a_real_namespace_without_credentials_is_a_config_error():
         SUPPORT.validate(function, FakeRuntime())  # type: ignore[arg-type]
 
 
-async def test_without_embedded_storage_an_embedded_connection_puts_the_function_in_error(tmp_path):
-    from funchost.clock import ManualClock
-    from funchost.indexing.spec import BindingSpec, FunctionSpec
-    from funchost.runtime.contracts import Runtime
-    from funchost.settings.app_settings import AppSettings
-    from funchost.settings.host_json import parse_host_json
-
-    class AzureLikeStorage:  # a backend without an embedded Service Bus (as --storage azure)
-        kind = "azure"
-
-    trigger = BindingSpec("m", "serviceBusTrigger", "in", None, {"queueName": "q", "connection": "SB"}, True)
-    function = FunctionSpec("f", lambda m: None, trigger, (trigger,), (), None, None, False, "f.py", ".", 1)
-    runtime = Runtime(app_dir=tmp_path, data_dir=tmp_path / "data", clock=ManualClock(),
-                      settings=AppSettings({}, environ={}), options=parse_host_json({"version": "2.0"}),
-                      storage=AzureLikeStorage(), invoker=None)  # type: ignore[arg-type]
-    listener = SUPPORT.create_listener(function, runtime)
-    await listener.start()
-    assert "--storage embedded" in SUPPORT.describe(function, runtime)
-    await listener.stop()
-
-
 async def test_an_absent_setting_means_embedded_and_is_said_once(tmp_path, caplog):
     code = ("import azure.functions as func\napp = func.FunctionApp()\n\n"
             "@app.service_bus_queue_trigger(arg_name='m', queue_name='a', connection='NotSet')\n"
@@ -156,4 +135,6 @@ async def test_an_absent_setting_means_embedded_and_is_said_once(tmp_path, caplo
     async with HostHarness(write_app(tmp_path / "app", code)) as host:
         said = [r.getMessage() for r in caplog.records if "is not set: using the embedded Service Bus" in r.getMessage()]
         assert len(said) == 1 and "'NotSet'" in said[0]
-        assert dict(host.host.describe_functions()) == {"first": "serviceBusTrigger", "second": "serviceBusTrigger"}
+        rows = host.host.describe_functions()
+        assert [(r.name, r.description, r.errors) for r in rows] == [
+            ("first", "serviceBusTrigger", []), ("second", "serviceBusTrigger", [])]

@@ -36,10 +36,10 @@ def test_send_peek_list_dlq_and_redrive(tmp_path, capsys):
     from funchost.clock import SystemClock
     from funchost.servicebus.namespaces import embedded_namespace
     from funchost.settings.app_settings import AppSettings
-    from funchost.storage.backend import EmbeddedStorage
+    from funchost.storage.host_storage import open_storage
 
     async def poison() -> None:
-        storage = EmbeddedStorage(app / ".funchost", AppSettings({}, environ={}), SystemClock())
+        storage = open_storage("embedded", app / ".funchost", AppSettings({}, environ={}), SystemClock())
         broker = embedded_namespace(storage, app, AppSettings({}, environ={})).broker
         [m] = await broker.receive("orders")
         await broker.abandon("orders", m.lock_token)

@@ -13,7 +13,7 @@ from funchost.documents import DEFAULT_CONNECTION
 
 if TYPE_CHECKING:
     from funchost.runtime.contracts import Runtime
-    from funchost.storage.sqlite.documents import SqliteDocumentStore
+    from funchost.storage.documents import DocumentStore
     from funchost.triggers.changefeed.options import TriggerOptions
 
 LEASE_PARTITION_KEY = "/id"
@@ -30,7 +30,7 @@ def missing_container_message(o: TriggerOptions, missing: str | None = None) -> 
     return f"{text} {missing}" if missing else text
 
 
-def missing_in_store(store: SqliteDocumentStore, database: str, container: str, runtime: Runtime,
+def missing_in_store(store: DocumentStore, database: str, container: str, runtime: Runtime,
                      *, lease: bool = False) -> str:
     """Where funchost looked for `container` and the command that creates it there."""
     command = ["funchost", "docs", "create"]
@@ -43,4 +43,4 @@ def missing_in_store(store: SqliteDocumentStore, database: str, container: str, 
     command += ["-d", database, "-c", container, "--partition-key-path", LEASE_PARTITION_KEY]
     hint = "" if lease else " (set --partition-key-path to the container's partition key)"
     return (f"funchost looked for container '{container}' in database '{database}' of the embedded document "
-            f"store '{store.name}' ({store.dir}). Create it with: {shlex.join(command)}{hint}")
+            f"store '{store.name}' ({runtime.data_dir / 'storage' / store.name}). Create it with: {shlex.join(command)}{hint}")

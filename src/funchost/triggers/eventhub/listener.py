@@ -8,9 +8,9 @@ ownership that could not be renewed (another host claimed it) stops its processo
 "ownership lost". Hosts on one data folder thus split the partitions evenly, and a killed host's
 partitions are taken over once its ownerships expire (`partitionOwnershipExpirationInterval`).
 
-A failure to open (an unknown hub, an unreachable namespace) is logged as the Functions host
-does ("The listener for function ... was unable to start.") and retried with back-off; the rest
-of the app keeps running. Stop: stop claiming, let in-flight invocations finish without
+A failure to open (an unknown hub, an unreachable namespace) puts the function in error ("The
+listener for function ... was unable to start.") and is retried with back-off; the rest of the
+app keeps running. Stop: stop claiming, let in-flight invocations finish without
 checkpointing them, then relinquish every ownership (owner "") so others take over at once.
 """
 
@@ -26,6 +26,7 @@ from typing import Any
 from funchost.eventhubs.namespaces import HubTarget, eventhubs_for, hub_topic
 from funchost.indexing.spec import FunctionSpec
 from funchost.listeners.delays import FixedDelay
+from funchost.listeners.function_listener import unable_to_start
 from funchost.listeners.poll_loop import PollLoop
 from funchost.runtime.contracts import Runtime
 from funchost.storage.eventhubs import EventHubBroker
@@ -53,8 +54,6 @@ class EventHubListener:
         self.processors: dict[str, PartitionProcessor] = {}
         self.owned: dict[str, Ownership] = {}
         self.partition_ids: tuple[str, ...] = ()
-        self.started = asyncio.Event()  # set once the hub is open and balancing runs
-        self.start_error: BaseException | None = None
         self._rng = rng or random.Random()
         self._shared: Partitioned | None = None
         self._store: BlobCheckpointStore | None = None
@@ -76,11 +75,19 @@ class EventHubListener:
     # -- start -----------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Embedded: open the hub now; a failure raises and the host puts the function in error
+        and retries the start. A real namespace may take the SDK's retries to answer: it is
+        opened in the background, and the function is in error while it cannot be."""
         if self.target.connection.is_embedded:
+            await self._open()
             self._unsubscribe = self.runtime.signals.subscribe(hub_topic(self.hub), self._notify_all)
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"eventhub:{self.function.name}")
+            self._begin_balancing()
+        else:
+            self._task = asyncio.get_running_loop().create_task(self._open_remote(),
+                                                                name=f"eventhub:{self.function.name}")
 
-    async def _run(self) -> None:
+    async def _open_remote(self) -> None:
+        errors = self.runtime.function_errors
         delay = START_RETRY_FIRST
         while not self._stop.is_set():
             try:
@@ -88,20 +95,23 @@ class EventHubListener:
                 break
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - logged and retried, as the host's FunctionListener does
-                self.start_error = exc
-                log.error("The listener for function 'Functions.%s' was unable to start. %s: %s",
-                          self.function.name, type(exc).__name__, exc)
+            except Exception as exc:  # noqa: BLE001 - reported and retried, as the host's FunctionListener does
+                reason = unable_to_start(self.function.name, exc)
+                log.error(reason)
+                errors.clear(self.function.name)
+                errors.add(self.function.name, reason)
                 await self.runtime.clock.wait(self._stop, delay)
                 delay = min(delay * 2, START_RETRY_MAX)
         if self._stop.is_set():
             return
-        self.start_error = None
+        errors.clear(self.function.name)
+        self._begin_balancing()
+
+    def _begin_balancing(self) -> None:
         self._balance = PollLoop(f"eventhub-balance:{self.function.name}", self._balance_once,
                                  FixedDelay(self.options.load_balancing_update_interval), self.runtime.clock,
                                  on_error=self._balance_failed)
         self._balance.start()
-        self.started.set()
         log.debug("EventHub listener started (%s)", self._details())
 
     async def _open(self) -> None:

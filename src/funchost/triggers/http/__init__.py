@@ -13,7 +13,7 @@ from typing import Any
 from funchost.errors import AppLoadError, ConfigError, InvalidInput
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
-from funchost.runtime.contracts import Listener, Runtime
+from funchost.runtime.contracts import Listener, Runtime, TriggerSupport
 from funchost.triggers.http import lifespan
 from funchost.triggers.http.options import HttpOptions
 from funchost.triggers.http.routing import (
@@ -22,8 +22,6 @@ from funchost.triggers.http.routing import (
     function_route,
     validate_route,
 )
-
-DEFAULT_BASE_URL = "http://localhost:7071"
 
 
 class HttpTriggerSupport:
@@ -41,7 +39,7 @@ class HttpTriggerSupport:
 
     def describe(self, function: FunctionSpec, runtime: Runtime) -> str:
         options = runtime.options.extensions.get("http") or HttpOptions()
-        base = str(runtime.services.get("http.base_url") or DEFAULT_BASE_URL).rstrip("/")
+        base = runtime.services.base_url.rstrip("/")
         methods = function_methods(function)
         listed = ",".join(sorted(methods)) if methods else "*"
         return f"[{listed}] {base}/{full_template(options.route_prefix, function_route(function))}"
@@ -50,4 +48,4 @@ class HttpTriggerSupport:
         raise InvalidInput("An HttpRequest is required: call the function's own route instead")
 
 
-SUPPORT = HttpTriggerSupport()
+SUPPORT: TriggerSupport = HttpTriggerSupport()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,8 +33,6 @@ from funchost.triggers.servicebus.options import ServiceBusOptions
 
 log = logging.getLogger("funchost.servicebus")
 
-# (id(runtime), function name) -> why the function is in error (shown in the listing).
-_ERRORS: dict[tuple[int, str], str] = {}
 # (id(runtime), function name) -> its listener, for the test tools' completion counts.
 _LISTENERS: dict[tuple[int, str], ServiceBusListener] = {}
 
@@ -80,19 +77,6 @@ def is_batch(function: FunctionSpec) -> bool:
     return cardinality == "many"
 
 
-class _InError:
-    """The listener of a function whose namespace cannot be opened: it reports why and does nothing."""
-
-    def __init__(self, report: Callable[[str], None], reason: str) -> None:
-        self._report = report
-        self._reason = reason
-
-    async def start(self) -> None:
-        self._report(self._reason)
-
-    async def stop(self) -> None:
-        return None
-
 
 class ServiceBusTriggerSupport:
     trigger_type = "serviceBusTrigger"
@@ -122,35 +106,32 @@ class ServiceBusTriggerSupport:
             raise fail(message) from None
 
     def create_listener(self, function: FunctionSpec, runtime: Runtime) -> Listener:
+        """A namespace that cannot be opened, an entity that is missing or does not fit the
+        function (sessions) raise here or in `start`: the host puts the function in error and
+        retries, as for any listener."""
         trigger = function.trigger
-        key = (id(runtime), function.name)
-        _ERRORS.pop(key, None)
-
-        def report(reason: str) -> None:
-            _ERRORS[key] = reason
-            log.error("Function 'Functions.%s' is in error: %s. The rest of the app runs.", function.name, reason,
-                      extra={"event": "FunctionError", "function": function.name, "error": reason})
-
         connection = resolve_connection(trigger.get("connection"), runtime.settings)
         announce(connection, runtime, runtime.data_dir)
-        try:
-            namespace = open_namespace(connection, runtime.storage, runtime.app_dir, runtime.settings)
-        except (ConfigError, ServiceBusError) as exc:
-            return _InError(report, str(exc))
+        namespace = open_namespace(connection, runtime.storage, runtime.app_dir, runtime.settings)
         options = servicebus_options(runtime)
         auto_complete = _flag(function, "autoCompleteMessages", options.auto_complete_messages)
         path, wake = entity_of(function)
         endpoint = connection.fully_qualified_namespace or f"{namespace.broker.namespace} (embedded)"
+
+        def report(reason: str) -> None:  # a real namespace found unreachable after the start
+            runtime.function_errors.add(function.name, reason)
+            log.error("Function 'Functions.%s' is in error: %s. The rest of the app runs.", function.name, reason,
+                      extra={"event": "FunctionError", "function": function.name, "error": reason})
+
         listener = ServiceBusListener(function, runtime, namespace, path, wake, options,
                                       sessions=_flag(function, "isSessionsEnabled", False),
                                       batch=is_batch(function), auto_complete=auto_complete, endpoint=endpoint,
                                       on_error=report)
-        _LISTENERS[key] = listener
+        _LISTENERS[(id(runtime), function.name)] = listener
         return listener
 
     def describe(self, function: FunctionSpec, runtime: Runtime) -> str:
-        error = _ERRORS.get((id(runtime), function.name))
-        return "serviceBusTrigger" if error is None else f"serviceBusTrigger (error: {error})"
+        return "serviceBusTrigger"
 
     async def admin_request(self, function: FunctionSpec, runtime: Runtime, body: Any) -> InvocationRequest:
         """`{"input": "..."}` becomes a message as `ServiceBusModelFactory` builds it from a string

@@ -71,18 +71,24 @@ class ServiceBusListener:
     # -- Listener --------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Embedded: a missing or mismatched entity raises (the host retries the start). A real
+        namespace may take the SDK's retries to answer: the host does not wait for it, and the
+        function is put in error if it turns out unreachable."""
         if self.namespace.embedded:
-            await self._start_checked()
+            await self._check_entity()
+            self._listen()
         else:
-            # A real namespace may take the SDK's retries to answer: the host does not wait for it.
-            self._starting = asyncio.get_running_loop().create_task(self._start_checked())
+            self._starting = asyncio.get_running_loop().create_task(self._start_remote())
 
-    async def _start_checked(self) -> None:
+    async def _start_remote(self) -> None:
         try:
             await self._check_entity()
         except (ServiceBusError, ValueError, OSError) as exc:
             self._report_error(str(exc))
             return
+        self._listen()
+
+    def _listen(self) -> None:
         if self._stopping:
             return
         self._unsubscribe = self.runtime.signals.subscribe(
