@@ -26,6 +26,7 @@ from funchost.indexing.indexer import index_app
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation import retry as retry_rules
 from funchost.invocation.executor import Executor, thread_count_from
+from funchost.private_files import private_directory
 from funchost.runtime import registry
 from funchost.runtime.contracts import Listener, Runtime
 from funchost.runtime.current import get_current, set_current
@@ -91,6 +92,7 @@ class Host:
         clock = self.config.clock or SystemClock()
         self._executor = Executor(thread_count=thread_count_from(settings.get("PYTHON_THREADPOOL_THREAD_COUNT")))
         faults = self.config.faults or FaultInjector()
+        private_directory(self.data_dir)  # 0700: messages, blobs, jobs and keys are for this user only
         storage = FaultInjectingStorage(create_backend(self.config.storage, self.data_dir, settings, clock), faults)
         runtime = Runtime(
             app_dir=self.app_dir,
