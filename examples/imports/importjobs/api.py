@@ -14,6 +14,7 @@ import azure.functions as func
 
 from funchost.reliability import AcceptKind, BlobReference, IdempotencyScope, OutboxMessage, log_event
 from funchost.reliability import metrics as m
+from funchost.reliability.logfields import loggable
 from importjobs.blobcheck import BlobInvalid, verify
 from importjobs.context import Pipeline
 from importjobs.identity import Principal, Unauthorized, authenticate
@@ -47,8 +48,8 @@ async def submit_import(req: func.HttpRequest, pipeline: Pipeline) -> func.HttpR
         if violation is not None:
             pipeline.metrics.incr(m.DISALLOWED_BLOB_REFERENCES)
             log_event(log, logging.WARNING, "Blob reference is not allowed", TenantId=principal.tenant_id,
-                      RequestedByUserId=principal.user_id, ContainerName=_printable(dto.container_name),
-                      BlobName=_printable(dto.blob_name), Violation=violation.value)
+                      RequestedByUserId=principal.user_id, ContainerName=loggable(dto.container_name),
+                      BlobName=loggable(dto.blob_name), Violation=violation.value)
             raise Rejected(403, "blob_not_allowed", f"the blob reference is not allowed ({violation.value})")
         return await _accept(req, pipeline, principal, key, dto, blob)
     except Rejected as rejected:
@@ -120,9 +121,3 @@ async def get_import(req: func.HttpRequest, pipeline: Pipeline) -> func.HttpResp
     if job.blob is not None:
         view["blob"] = {"containerName": job.blob.container_name, "blobName": job.blob.blob_name}
     return json_response(200, view)
-
-
-def _printable(text: str) -> str:
-    """Blob names from clients may hold control characters: log them escaped and short."""
-    escaped = text.encode("unicode_escape").decode("ascii")
-    return escaped if len(escaped) <= 200 else escaped[:199] + "…"

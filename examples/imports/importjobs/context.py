@@ -26,7 +26,8 @@ from funchost.reliability import (
     open_store,
 )
 from importjobs.identity import VerifiedTokens
-from importjobs.ledger import LedgerBook, LedgerClient
+from importjobs.ledger import LedgerClient, LedgerCredentials
+from importjobs.ledgerbook import LedgerBook
 from importjobs.settings import PipelineSettings
 from importjobs.storage import BlobStore, QueueSender, _runtime, fault, open_storage
 
@@ -57,7 +58,11 @@ class Pipeline:
         self._unsubscribe = self.dispatcher.attach(self.signal, loop)
         self.quarantine = Quarantine(self.store, self._quarantine_writer, container=settings.quarantine_container,
                                      function_version=settings.function_version, metrics=self.metrics)
-        self.ledger = LedgerClient(self._ledger_url(), settings.ledger_timeout, self._ledger_transport())
+        self._loaded_keys: Any = None
+        credentials = LedgerCredentials(self._ledger_function_key, settings.jwt_secret,
+                                        audience=settings.jwt_audience, issuer=settings.jwt_issuer)
+        self.ledger = LedgerClient(self._ledger_url(), settings.ledger_timeout, self._ledger_transport(),
+                                   credentials)
         self._book: LedgerBook | None = None
 
     def _open_store(self) -> JobStore:
@@ -86,11 +91,33 @@ class Pipeline:
 
     # -- ledger ------------------------------------------------------------------------------------
 
+    def _host_service(self, name: str) -> Any:
+        """A service of the funchost host running this app (None elsewhere): the one place the
+        app reads `runtime.services`."""
+        return self.runtime.services.get(name) if self.runtime is not None else None
+
     def _ledger_url(self) -> str:
         if self.settings.ledger_url:
             return self.settings.ledger_url
-        base = self.runtime.services.get("http.base_url") if self.runtime else None
-        return f"{base or 'http://localhost:7071'}/api/ledger/entries"
+        return f"{self._host_service('http.base_url') or 'http://localhost:7071'}/api/ledger/entries"
+
+    def _ledger_function_key(self) -> str | None:
+        """`LEDGER_FUNCTION_KEY`, else (the stand-in of this app) `ledger_post`'s own key."""
+        if self.settings.ledger_function_key or self.settings.ledger_url:
+            return self.settings.ledger_function_key
+        keys = self._own_keys()
+        return keys.ensure_function("ledger_post").get("default") if keys is not None else None
+
+    def _own_keys(self) -> Any:
+        """The host's key store; under a host that serves no HTTP (the test harness), the same
+        key files loaded here."""
+        keys = self._host_service("http.keys") or self._loaded_keys
+        if keys is None and self.runtime is not None:
+            from funchost.triggers.http.keys import KeyStore
+
+            keys = KeyStore.load_or_create(self.runtime.data_dir, self.runtime.settings, list(self.runtime.functions))
+            self._loaded_keys = keys
+        return keys
 
     def _ledger_transport(self) -> Any:
         """Without LEDGER_URL under a host that serves no socket (the test harness), call this
@@ -98,19 +125,14 @@ class Pipeline:
         runtime = self.runtime
         if self.settings.ledger_url or runtime is None:
             return None
-        host = runtime.services.get("host")
+        host = self._host_service("host")
         if host is not None and getattr(host, "http_server", None) is not None:
             return None
         import httpx
 
-        from funchost.triggers.http.keys import KeyStore
         from funchost.triggers.http.server import create_asgi_app
 
-        keys = runtime.services.get("http.keys")
-        if keys is None:
-            keys = KeyStore.load_or_create(runtime.data_dir, runtime.settings, list(runtime.functions))
-            runtime.services["http.keys"] = keys
-        return httpx.ASGITransport(app=create_asgi_app(runtime, keys))
+        return httpx.ASGITransport(app=create_asgi_app(runtime, self._own_keys()))
 
     @property
     def book(self) -> LedgerBook:
@@ -139,7 +161,8 @@ class Pipeline:
 class PipelineHolder:
     """One `Pipeline` per process, created on first use from inside a function."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: PipelineSettings | None = None) -> None:
+        self._settings = settings
         self._pipeline: Pipeline | None = None
         self._lock = threading.Lock()
 
@@ -148,7 +171,7 @@ class PipelineHolder:
             loop = asyncio.get_running_loop()
             with self._lock:
                 if self._pipeline is None:
-                    self._pipeline = Pipeline(PipelineSettings.from_environment(), loop)
+                    self._pipeline = Pipeline(self._settings or PipelineSettings.from_environment(), loop)
         return self._pipeline
 
     @property

@@ -22,6 +22,7 @@ import azure.functions as func
 from funchost.errors import FunchostError, RetryLater
 from funchost.reliability import DecisionKind, Job, LeaseOptions, keep_lease, log_event, sha256_hex
 from funchost.reliability import metrics as m
+from funchost.reliability.logfields import loggable
 from importjobs.context import Pipeline
 from importjobs.csvimport import ImportInvalid, parse_csv, summary
 from importjobs.ledger import LedgerRefused, TransientError
@@ -64,7 +65,7 @@ async def handle(msg: func.QueueMessage, pipeline: Pipeline, work: Work) -> None
     try:
         message = parse_message(body)
     except MalformedMessage as exc:
-        log_event(log, logging.ERROR, "Queue message is not a job message", **base, Error=str(exc))
+        log_event(log, logging.ERROR, "Queue message is not a job message", **base, Error=loggable(str(exc), 300))
         raise
     fields = {**base, "JobId": message.job_id, "TenantId": message.tenant_id}
     store = pipeline.store
