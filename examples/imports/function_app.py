@@ -93,7 +93,7 @@ async def ocr_poison(msg: func.QueueMessage) -> None:
 @app.route(route="quarantine", methods=["GET"], auth_level=func.AuthLevel.ADMIN)
 async def list_quarantine(req: func.HttpRequest) -> func.HttpResponse:
     current = pipeline.get()
-    rows = await current.db(current.quarantine.pending)
+    rows = await current.intake(current.quarantine.pending)
     return api.json_response(200, {"items": [{k: str(v) if v is not None else None for k, v in r.items()}
                                              for r in rows]})
 

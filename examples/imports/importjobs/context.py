@@ -8,8 +8,10 @@ hosts), else `imports.db` in the funchost data folder, else `<app dir>/.funchost
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -32,6 +34,7 @@ from importjobs.settings import PipelineSettings
 from importjobs.storage import BlobStore, QueueSender, _runtime, fault, open_storage
 
 T = TypeVar("T")
+INTAKE_THREADS = 4  # HTTP store calls at once; each waits at most intake_wait_seconds for a lock
 APP_DIR = Path(__file__).resolve().parents[1]
 
 
@@ -44,6 +47,7 @@ class Pipeline:
         self.metrics = Metrics()
         self.signal = CommitSignal()
         self.store: JobStore = self._open_store()
+        self._intake_threads = ThreadPoolExecutor(max_workers=INTAKE_THREADS, thread_name_prefix="importjobs-intake")
         self.queues: QueueSender
         self.blobs: BlobStore
         self.queues, self.blobs = open_storage(settings.storage_connection)
@@ -146,8 +150,22 @@ class Pipeline:
     # -- helpers -----------------------------------------------------------------------------------
 
     async def db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a (blocking) store call off the event loop."""
+        """Run a (blocking) store call of background work off the event loop."""
         return await asyncio.to_thread(fn, *args, **kwargs)
+
+    async def intake(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a store call of an HTTP request on the intake's own threads, its write waiting at
+        most `intake_wait_seconds` for the lock: background work stuck behind a lock another
+        host holds (frozen, paused in a debugger) never takes these threads, and a request
+        that cannot get the lock gets `StoreUnavailable` (a 503) instead of a 30 s wait."""
+        wait = self.settings.intake_wait_seconds
+
+        def call() -> T:
+            with self.store.db.bounded_wait(wait):
+                return fn(*args, **kwargs)
+
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self._intake_threads, context.run, call)
 
     async def aclose(self) -> None:
         self._unsubscribe()
@@ -155,6 +173,7 @@ class Pipeline:
         await self.ledger.aclose()
         if self._book is not None:
             self._book.close()
+        self._intake_threads.shutdown(wait=False, cancel_futures=True)
         self.store.close()
 
 

@@ -66,6 +66,7 @@ class PipelineSettings:
     ledger_function_key: str | None = None  # x-functions-key sent to the ledger (default: the stand-in's own)
     ledger_timeout: float = 10.0
     lease_seconds: float = 60.0
+    intake_wait_seconds: float = 2.0  # an HTTP request's wait for the jobs DB write lock before 503
     dispatch_interval: float = 10.0
     watchdog_stuck_seconds: float = 120.0
     function_version: str = "1.0.0"
@@ -117,6 +118,7 @@ class PipelineSettings:
             ledger_function_key=text("LEDGER_FUNCTION_KEY"),
             ledger_timeout=number("LEDGER_TIMEOUT_SECONDS", defaults.ledger_timeout),
             lease_seconds=number("IMPORTS_LEASE_SECONDS", defaults.lease_seconds),
+            intake_wait_seconds=number("IMPORTS_INTAKE_WAIT_SECONDS", defaults.intake_wait_seconds),
             dispatch_interval=number("IMPORTS_DISPATCH_INTERVAL_SECONDS", defaults.dispatch_interval),
             watchdog_stuck_seconds=number("IMPORTS_WATCHDOG_STUCK_SECONDS", defaults.watchdog_stuck_seconds),
             function_version=text("IMPORTS_FUNCTION_VERSION") or defaults.function_version,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
 
 import jwt
@@ -300,3 +301,41 @@ async def test_a_jwks_host_answers_401_for_a_token_whose_algorithm_does_not_fit_
     rs256 = jwt.encode(claims, rsa_key, algorithm="RS256", headers={"kid": "k1"})
     await _ready(p)
     assert (await p.submit(BODY, headers={"Authorization": f"Bearer {rs256}"})).status_code == 202
+
+
+async def test_a_jobs_database_locked_elsewhere_is_a_quick_503_and_the_retry_is_accepted(start_pipeline) -> None:  # type: ignore[no-untyped-def]
+    """Another host holds the write lock (frozen, or paused in a debugger): the request waits
+    at most IMPORTS_INTAKE_WAIT_SECONDS, writes nothing and says when to retry."""
+    import sqlite3
+
+    p = await start_pipeline(IMPORTS_INTAKE_WAIT_SECONDS="0.2")
+    await _ready(p)
+    other_host = sqlite3.connect(p.store.db.path, isolation_level=None)
+    other_host.execute("BEGIN IMMEDIATE")
+    try:
+        busy = await p.submit(BODY, key="k-busy")
+        assert busy.status_code == 503, busy.text
+        assert busy.headers["Retry-After"] == "5" and busy.json()["reason"] == "store_unavailable"
+    finally:
+        other_host.execute("ROLLBACK")
+        other_host.close()
+    assert p.store.jobs.count_by_state().get("Enqueued", 0) == 0
+    retried = await p.submit(BODY, key="k-busy")
+    assert retried.status_code == 202
+    assert (await p.status(retried.json()["jobId"])).status_code == 200
+
+
+async def test_intake_is_served_while_background_store_calls_hold_every_shared_thread(pipeline: Pipeline) -> None:
+    """Background work stuck behind a lock fills the default thread pool: intake has its own."""
+    p = pipeline
+    await _ready(p)
+    loop = asyncio.get_running_loop()
+    release = threading.Event()
+    blocked = [loop.run_in_executor(None, release.wait, 30) for _ in range(64)]
+    try:
+        response = await asyncio.wait_for(p.submit(BODY, key="k-starved"), 10)
+        assert response.status_code == 202
+        assert (await asyncio.wait_for(p.status(response.json()["jobId"]), 10)).status_code == 200
+    finally:
+        release.set()
+        await asyncio.gather(*blocked)

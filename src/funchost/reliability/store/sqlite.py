@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -128,8 +129,12 @@ class SqliteDatabase(Database):
             with self._joined(_SqliteTx(conn)) as tx:
                 yield tx
             return
-        with self._writer:
-            _guard(lambda: conn.execute("BEGIN IMMEDIATE"))
+        limit = self._wait_limit()
+        started = time.monotonic()
+        if not self._writer.acquire(timeout=-1 if limit is None else limit):
+            raise StoreUnavailable(f"sqlite: the jobs database is busy (no write lock within {limit:g} s)")
+        try:
+            self._begin_immediate(conn, None if limit is None else limit - (time.monotonic() - started))
             self._local.depth = 1
             try:
                 yield _SqliteTx(conn)
@@ -143,6 +148,20 @@ class SqliteDatabase(Database):
             except JobStoreError:
                 _rollback(conn)
                 raise
+        finally:
+            self._writer.release()
+
+    def _begin_immediate(self, conn: sqlite3.Connection, wait: float | None) -> None:
+        """BEGIN IMMEDIATE, waiting for another process's write lock up to the busy timeout, or
+        only `wait` seconds inside `bounded_wait` (the connection's timeout is restored after)."""
+        if wait is None:
+            _guard(lambda: conn.execute("BEGIN IMMEDIATE"))
+            return
+        _guard(lambda: conn.execute(f"PRAGMA busy_timeout={max(0, int(wait * 1000))}"))
+        try:
+            _guard(lambda: conn.execute("BEGIN IMMEDIATE"))
+        finally:
+            conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
 
     @contextmanager
     def read(self) -> Iterator[_SqliteTx]:
