@@ -7,8 +7,8 @@ import threading
 import pytest
 
 from funchost.reliability.errors import StoreUnavailable
-from funchost.reliability.jobstore import open_sqlite
 from funchost.reliability.jobs import NewJob
+from funchost.reliability.jobstore import open_sqlite
 from funchost.reliability.outbox import OutboxMessage
 
 
