@@ -63,3 +63,20 @@ def test_a_sqlite_write_lock_held_by_another_process_is_waited_for_only_up_to_th
     _job(store, "job-2")  # the connection's own busy timeout is back: later writes work
     assert store.jobs.get("job-2") is not None
     store.close()
+
+
+def test_opening_a_current_database_needs_no_write_lock(tmp_path, now):
+    """A host starting while another holds the write lock (frozen, say) opens the jobs DB at once."""
+    from funchost.reliability.jobstore import JobStore
+    from funchost.reliability.store.sqlite import SqliteDatabase
+
+    open_sqlite(tmp_path / "jobs.db", now=now).close()  # created and migrated earlier
+    other = sqlite3.connect(tmp_path / "jobs.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        store = JobStore(SqliteDatabase(tmp_path / "jobs.db", busy_timeout=0.2), now=now)
+        assert store.jobs.get("nothing") is None
+        store.close()
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
