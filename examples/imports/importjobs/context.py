@@ -56,7 +56,8 @@ class Pipeline:
         self.tokens = VerifiedTokens()  # bearer tokens verified before (exp / nbf re-checked per use)
         self.dispatcher = OutboxDispatcher(
             self.store, self._send, prepare=self._prepare, metrics=self.metrics,
-            options=DispatcherOptions(interval_seconds=settings.dispatch_interval))
+            options=DispatcherOptions(interval_seconds=settings.dispatch_interval,
+                                      lease_seconds=settings.dispatch_lease_seconds))
         # An intake commit in this process dispatches at once (the toolkit's own wake-up path;
         # under funchost it counts as host activity); the timer is the safety net.
         self._unsubscribe = self.dispatcher.attach(self.signal, loop)

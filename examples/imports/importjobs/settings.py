@@ -68,6 +68,7 @@ class PipelineSettings:
     lease_seconds: float = 60.0
     intake_wait_seconds: float = 2.0  # an HTTP request's wait for the jobs DB write lock before 503
     dispatch_interval: float = 10.0
+    dispatch_lease_seconds: float = 120.0  # how long a dead dispatcher's leased rows wait to be re-sent
     watchdog_stuck_seconds: float = 120.0
     function_version: str = "1.0.0"
 
@@ -120,6 +121,7 @@ class PipelineSettings:
             lease_seconds=number("IMPORTS_LEASE_SECONDS", defaults.lease_seconds),
             intake_wait_seconds=number("IMPORTS_INTAKE_WAIT_SECONDS", defaults.intake_wait_seconds),
             dispatch_interval=number("IMPORTS_DISPATCH_INTERVAL_SECONDS", defaults.dispatch_interval),
+            dispatch_lease_seconds=number("IMPORTS_DISPATCH_LEASE_SECONDS", defaults.dispatch_lease_seconds),
             watchdog_stuck_seconds=number("IMPORTS_WATCHDOG_STUCK_SECONDS", defaults.watchdog_stuck_seconds),
             function_version=text("IMPORTS_FUNCTION_VERSION") or defaults.function_version,
         )
