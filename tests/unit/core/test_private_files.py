@@ -20,7 +20,7 @@ from funchost.private_files import (
 )
 from funchost.reliability import open_sqlite
 from funchost.settings.app_settings import AppSettings
-from funchost.storage.backend import EmbeddedStorage
+from funchost.storage.backend import create_backend
 from funchost.triggers.http.keys import KeyStore
 
 
@@ -72,7 +72,7 @@ def test_files_left_by_an_earlier_version_are_tightened(tmp_path: Path) -> None:
 
 
 async def test_embedded_queues_and_blobs_are_private(tmp_path: Path) -> None:
-    storage = EmbeddedStorage(tmp_path / "data", AppSettings({}, environ={}), SystemClock())
+    storage = create_backend("embedded", tmp_path / "data", AppSettings({}, environ={}), SystemClock())
     try:
         queues = storage.queues()
         await queues.create_queue("orders")
