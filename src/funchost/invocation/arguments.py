@@ -85,6 +85,12 @@ def generic_encode(value: Any) -> Datum | None:
         raise InvocationError(f"cannot convert {type(value).__name__} to an output value") from exc
 
 
+def has_implicit_output(binding: BindingSpec) -> bool:
+    """Whether the library's converter returns the function's value through this binding."""
+    conv = converter(binding.type)
+    return bool(conv is not None and getattr(conv, "has_implicit_output", lambda: False)())
+
+
 def encoder_for(binding: BindingSpec, annotation: Any) -> Encoder:
     """How one output value becomes a Datum (None = not sent); chosen once per function at load."""
     conv = converter(binding.type)

@@ -305,6 +305,10 @@ class InvocationPlan:
         self.return_name = returned.name if returned is not None else ""
         self.return_encoder = (arguments.encoder_for(returned, function.return_annotation)
                                if returned is not None else None)
+        if returned is None and arguments.has_implicit_output(function.trigger):
+            # Durable triggers: the worker sends the return value back through the trigger.
+            self.return_name = "$return"
+            self.return_encoder = arguments.encoder_for(function.trigger, function.return_annotation)
         # Outputs a binding provider writes (by name, first binding of that name as before).
         writable: dict[str, BindingSpec] = {}
         for name in [*out_names, *([returned.name] if returned is not None else [])]:

@@ -17,6 +17,9 @@ TRIGGER_MODULES: dict[str, str] = {
     "timerTrigger": "funchost.triggers.timer",
     "eventGridTrigger": "funchost.triggers.eventgrid",
     "cosmosDBTrigger": "funchost.triggers.changefeed",
+    "orchestrationTrigger": "funchost.triggers.durable.orchestration",
+    "activityTrigger": "funchost.triggers.durable.activity",
+    "entityTrigger": "funchost.triggers.durable.entity",
 }
 
 BINDING_MODULES: dict[str, str] = {
@@ -25,6 +28,7 @@ BINDING_MODULES: dict[str, str] = {
     "blob": "funchost.bindings.blob",
     "cosmosDB": "funchost.bindings.cosmosdb",
     "eventGrid": "funchost.bindings.eventgrid",
+    "durableClient": "funchost.bindings.durable_client",
 }
 
 

@@ -32,9 +32,10 @@ EXTENSION_PARSERS: dict[str, str] = {
     "cosmosDB": "funchost.triggers.changefeed.options",
     "eventGrid": "funchost.triggers.eventgrid.options",
     "blobs": "funchost.bindings.blob_options",
+    "durableTask": "funchost.durable.options",
 }
 # Known to the Functions host but not emulated: accepted with one warning.
-KNOWN_EXTENSIONS = {"serviceBus", "eventHubs", "durableTask", "kafka", "sql", "rabbitMQ", "sendGrid",
+KNOWN_EXTENSIONS = {"serviceBus", "eventHubs", "kafka", "sql", "rabbitMQ", "sendGrid",
                     "mysql", "tables", "signalR", "webPubSub", "dapr", "mcp"}
 KNOWN_TOP_LEVEL = {"extensionBundle", "healthMonitor", "managedDependency", "watchDirectories",
                    "watchFiles", "aggregator", "customHandler", "concurrency", "telemetryMode",

@@ -23,6 +23,7 @@ from funchost.settings.connections import (
 
 if TYPE_CHECKING:
     from funchost.storage.blobs import BlobService
+    from funchost.storage.durable import TaskHub
     from funchost.storage.queues import QueueService
 
 
@@ -89,6 +90,14 @@ class EmbeddedStorage:
 
         name = (connection or "").strip() or "CosmosDB"
         return self._service("documents", name, SqliteDocumentStore)
+
+    def durable(self, hub: str, connection: str | None = None) -> TaskHub:
+        """The Durable Functions task hub `hub` in the connection's account (names case-insensitive)."""
+        from funchost.storage.sqlite.durable import SqliteTaskHub
+
+        account = self.connection(connection, "queue").account_name
+        return self._service(f"durable:{hub.lower()}", account,  # type: ignore[no-any-return]
+                             lambda root, _account, _clock: SqliteTaskHub(root / "durable" / f"{hub.lower()}.sqlite", hub))
 
     def queues_for_account(self, account: str) -> QueueService:
         from funchost.storage.sqlite.queues import SqliteQueueService
