@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import traceback
+from pathlib import Path
 from typing import Any
 
 from azure.functions.meta import Datum
@@ -21,6 +22,7 @@ from funchost.durable.shim import compact
 from funchost.errors import FunctionTimeoutError
 
 OUT_OF_PROC_DATA = "\n\n$OutOfProcData$:"
+_FUNCHOST_DIR = str(Path(__file__).resolve().parents[1])
 # Replay schema: V2 as the legacy "upper" value and V3 as the new one, as extension 2.x sends.
 UPPER_SCHEMA_VERSION = 1
 UPPER_SCHEMA_VERSION_NEW = 2
@@ -53,10 +55,12 @@ def _token(text: str | None) -> Any:
         return text
 
 
-def orchestrator_result(output: Datum | None, error: BaseException | None) -> SdkResult:
+def orchestrator_result(function_name: str, output: Datum | None, error: BaseException | None) -> SdkResult:
+    """Without ``$OutOfProcData$`` (the SDK failed before it could report its state) the extension
+    only has the host's FunctionInvocationException: "Exception while executing function: ..."."""
     if error is not None:
         message = str(error)
-        stack = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        stack = user_stack(error)
         index = message.find(OUT_OF_PROC_DATA)
         if index >= 0:
             try:
@@ -65,7 +69,7 @@ def orchestrator_result(output: Datum | None, error: BaseException | None) -> Sd
                 state = None
             if isinstance(state, dict):
                 return SdkResult(state, None, stack)
-        return SdkResult(None, friendly_message(error), stack)
+        return SdkResult(None, f"Exception while executing function: Functions.{function_name}", stack)
     value = output.value if output is not None else None
     if isinstance(value, bytes):
         value = value.decode("utf-8")
@@ -113,16 +117,31 @@ def activity_result(output: Datum | None) -> str:
     return compact(value)
 
 
+def user_stack(error: BaseException) -> str:
+    """The traceback without funchost's own frames (the worker's stack shows the user's code)."""
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if not frame.filename.startswith(_FUNCHOST_DIR)]
+    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames),
+             *traceback.format_exception_only(type(error), error)]
+    return "".join(lines).rstrip()
+
+
+def _exception_json(class_name: str, message: str, inner: dict[str, Any] | None) -> dict[str, Any]:
+    """A .NET exception as Newtonsoft serialises it (Utils.SerializeCause)."""
+    return {"ClassName": class_name, "Message": message, "Data": None, "InnerException": inner, "HelpURL": None,
+            "StackTraceString": None, "RemoteStackTraceString": None, "RemoteStackIndex": 0,
+            "ExceptionMethod": None, "HResult": -2146233088, "Source": None, "WatsonBuckets": None}
+
+
 def activity_failure(name: str, error: BaseException | None) -> tuple[str, str]:
-    """TaskFailed (Reason, Details) as TaskActivityShim reports a user-code failure."""
+    """TaskFailed (Reason, Details) as TaskActivityShim reports a user-code failure: the friendly
+    message, and the exception with the worker's RpcException (message and Python stack) inside."""
     message = friendly_message(error) if error is not None else "the function failed"
-    stack = ""
-    if error is not None:
-        stack = "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip()
-    details = compact({"ClassName": "System.Exception", "Message": message, "Data": None, "InnerException": None,
-                       "HelpURL": None, "StackTraceString": stack or None, "RemoteStackTraceString": None,
-                       "RemoteStackIndex": 0, "ExceptionMethod": None, "HResult": -2146233088, "Source": None,
-                       "WatsonBuckets": None})
+    inner = None
+    if error is not None and not isinstance(error, FunctionTimeoutError):
+        rpc = f"Result: Failure\nException: {message}\nStack: {user_stack(error)}"
+        inner = _exception_json("Microsoft.Azure.WebJobs.Script.Workers.Rpc.RpcException", rpc, None)
+    details = compact(_exception_json("System.Exception", message, inner))
     return f"Activity function '{name}' failed: {message}", details
 
 

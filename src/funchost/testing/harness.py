@@ -94,6 +94,7 @@ class HostHarness:
         self._graced: set[str] = set()
         self._client: httpx.AsyncClient | None = None
         self.queues: Any = None
+        self.durable: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -106,6 +107,9 @@ class HostHarness:
             self._restore_environment()
             raise
         self.queues = _optional_tool("funchost.testing.queues", "QueueTools", self.runtime)
+        self.durable = _optional_tool("funchost.testing.durable", "DurableTools", self.runtime)
+        if self.durable is not None:
+            self.durable.idle = self.wait_until_idle
         await self.wait_until_idle()
         return self
 
