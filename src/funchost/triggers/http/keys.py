@@ -154,10 +154,18 @@ class KeyStore:
         return keys
 
     def system_key(self, name: str) -> str:
-        """A host system key (e.g. ``eventgrid_extension``), created on first request."""
+        """A host system key (e.g. ``eventgrid_extension``), created on first request.
+
+        Hosts sharing a data folder share their keys: one may have created this key after the
+        others loaded theirs, so the file is read again before a new key is made.
+        """
         if name not in self.system_keys:
-            self.system_keys[name] = new_key()
-            self._save_host()
+            host_file = self.directory / "host.json"
+            stored = _read_entries(_read_key_file(host_file).get("systemKeys")) if host_file.exists() else {}
+            self.system_keys = {**stored, **self.system_keys}
+            if name not in self.system_keys:
+                self.system_keys[name] = new_key()
+                self._save_host()
         return self.system_keys[name]
 
     # --- resolution ---------------------------------------------------------------------------
