@@ -111,8 +111,7 @@ class WorkLoop:
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._running.discard(task)
-        self._slot_freed.set()
-        self._loop.notify()
+        self._slot_freed.set()  # wakes the loop only if it waits for capacity
 
     def _on_error(self, exc: BaseException) -> bool:
         log.warning("durable %s: fetching work failed (%s); retrying", self.name, exc)

@@ -96,6 +96,10 @@ GROUP BY m.instance_id ORDER BY MIN(m.id) LIMIT :limit
 """
 
 
+_AVAILABLE_ACTIVITY = ("SELECT 1 FROM activities WHERE visible_at <= ? AND (lease_expires IS NULL OR lease_expires <= ?) "
+                       "LIMIT 1")
+
+
 def _time(value: float) -> datetime:
     return datetime.fromtimestamp(value, timezone.utc)
 
@@ -162,6 +166,10 @@ class SqliteTaskHub:
 
     async def lock_instances(self, kind: str, *, owner: str, now: float, lease: float, limit: int,
                              batch: int | None = None) -> list[WorkItem]:
+        if not await self.db.read(lambda conn: conn.execute(_LOCKABLE, {"now": now, "kind": kind, "limit": 1})
+                                  .fetchone() is not None):
+            return []  # nothing to take: no write transaction (they queue behind every other host's)
+
         def write(conn: sqlite3.Connection) -> list[WorkItem]:
             ids = [row[0] for row in conn.execute(_LOCKABLE, {"now": now, "kind": kind, "limit": limit})]
             items = []
@@ -210,6 +218,9 @@ class SqliteTaskHub:
     # -- activities --------------------------------------------------------------------------------
 
     async def lock_activities(self, *, owner: str, now: float, lease: float, limit: int) -> list[ActivityItem]:
+        if not await self.db.read(lambda conn: conn.execute(_AVAILABLE_ACTIVITY, (now, now)).fetchone() is not None):
+            return []
+
         def write(conn: sqlite3.Connection) -> list[ActivityItem]:
             rows = conn.execute(
                 "SELECT * FROM activities WHERE visible_at <= ? AND (lease_expires IS NULL OR lease_expires <= ?) "
