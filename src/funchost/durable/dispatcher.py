@@ -93,7 +93,7 @@ class Dispatcher:
         try:
             commit = await Episode(item, self.hub.clock.now(), self.settings).run(self._call_orchestrator)
             if commit is None:
-                await self.hub.store.release(item)
+                await self.hub.release(item)
                 return
             await self.hub.commit(item, commit)
         except LeaseLost as exc:
@@ -136,7 +136,7 @@ class Dispatcher:
         try:
             commit = await self.entities.run(item)
             if commit is None:
-                await self.hub.store.release(item)
+                await self.hub.release(item)
                 return
             await self.hub.commit(item, commit)
         except LeaseLost as exc:

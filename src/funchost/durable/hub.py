@@ -59,12 +59,19 @@ class NotifyingHub:
         self._notify_messages(messages)
 
     async def commit(self, item: WorkItem, commit: Commit) -> None:
+        """After a commit the instance's own loop looks again: messages that arrived while the
+        instance was held (or were held back while it was suspended) are now deliverable."""
         await self.store.commit(item, commit, now=self.now())
+        self.notify(kind_of(item.instance.instance_id))
         if commit.activities:
             self.notify(ACTIVITY)
         if commit.instances:
             self.notify(ORCHESTRATION)
         self._notify_messages(commit.messages)
+
+    async def release(self, item: WorkItem) -> None:
+        await self.store.release(item)
+        self.notify(kind_of(item.instance.instance_id))
 
     async def complete_activity(self, item: ActivityItem, result: Outbound) -> bool:
         done = await self.store.complete_activity(item, result, now=self.now())
