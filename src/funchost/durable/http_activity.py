@@ -59,7 +59,8 @@ async def call_http(input_text: str | None) -> tuple[bool, str]:
     except (httpx.HTTPError, ValueError) as exc:
         return False, str(exc) or type(exc).__name__
     grouped: dict[str, list[str]] = {}
-    for name, value in response.headers.multi_items():
+    for raw_name, raw_value in response.headers.raw:  # the server's spelling, as HttpHeaders keep it
+        name, value = raw_name.decode("latin-1"), raw_value.decode("latin-1")
         if name.lower() in ("content-type", "content-length", "content-encoding"):
             continue  # content headers are not response headers in HttpResponseMessage
         grouped.setdefault(name, []).append(value)
