@@ -41,6 +41,18 @@ def child(context):
 def explode(value):
     raise KeyError(value)
 
+@app.orchestration_trigger(context_name="context")
+def unserialisable(context):
+    try:
+        yield context.call_activity("make_set", 1)
+    except Exception as exc:
+        message = str(exc).splitlines()[0]
+    return {"activity": message, "output": {1, 2}} if context.get_input() else message
+
+@app.activity_trigger(input_name="value")
+def make_set(value):
+    return {value}
+
 @app.entity_trigger(context_name="context")
 def Box(context):
     if context.operation_name == "put":
@@ -100,6 +112,17 @@ async def test_a_failed_sub_orchestration_reaches_the_parent_with_the_childs_rea
                                     "KeyError: 'boom' ")
         child = (await host.durable.history(instance))[2]
         assert child["EventType"] == 7 and child["InstanceId"].endswith(":0")
+
+
+async def test_values_that_are_not_json_fail_with_the_libraries_messages(tmp_path: Path) -> None:
+    app = write_app(tmp_path / "app", APP)
+    async with HostHarness(app, clock=ManualClock()) as host:
+        caught = await host.durable.wait(await host.durable.start("unserialisable"))
+        assert caught["output"].startswith("Activity function 'make_set' failed: ValueError: activity trigger output "
+                                           "must be json serializable")
+        failed = await host.durable.wait(await host.durable.start("unserialisable", True))
+        assert failed["runtimeStatus"] == "Failed"
+        assert failed["output"] == "Orchestrator function 'unserialisable' failed: Object of type set is not JSON serializable"
 
 
 async def test_an_entity_that_destructs_no_longer_exists(tmp_path: Path) -> None:
