@@ -230,7 +230,7 @@ class Episode:
                                         version=str(started.get("Version") or ""), input_text=completion.result,
                                         parent=started.get("ParentInstance"))
         carried = [Outbound(instance_id, event) for event in completion.carryover]
-        return [Outbound(instance_id, restarted, execution_id, control=True), *carried]
+        return [Outbound(instance_id, restarted, execution_id), *carried]
 
 
 def _find(events: list[Event], kind: h.EventType) -> Event | None:

@@ -301,7 +301,7 @@ def _replace_instance(conn: sqlite3.Connection, instance: NewInstance, now: floa
         (instance.instance_id, ORCHESTRATION, instance.name, instance.version, instance.execution_id,
          instance.input, now, now, instance.parent_instance_id))
     visible = now if instance.visible_at is None else instance.visible_at
-    conn.execute("INSERT INTO inbox (instance_id, execution_id, event, visible_at, control) VALUES (?, ?, ?, ?, 1)",
+    conn.execute("INSERT INTO inbox (instance_id, execution_id, event, visible_at, control) VALUES (?, ?, ?, ?, 0)",
                  (instance.instance_id, instance.execution_id, json.dumps(instance.started), visible))
 
 
