@@ -1,4 +1,4 @@
-"""Request parsing and response shapes of the management API (HttpApiHandler's helpers).
+"""Request parsing and response shapes of the management API (as HttpApiHandler parses and answers).
 
 Query names are case-insensitive (NameValueCollection); values parse as .NET does:
 ``bool.TryParse`` (``true``/``false`` in any case), ``int.TryParse``, ``DateTime.TryParse``
