@@ -78,7 +78,7 @@ def latency_summary(samples: list[float]) -> dict[str, float]:
 
 async def funchost_run(args: argparse.Namespace) -> dict[str, Any]:
     from funchost.clock import SystemClock
-    from funchost.durable.service import service_for
+    from funchost.durable.service import DurableService
     from funchost.host import Host, HostConfig
 
     results: dict[str, Any] = {}
@@ -91,7 +91,7 @@ async def funchost_run(args: argparse.Namespace) -> dict[str, Any]:
         host.load()
         await host.start()
         try:
-            service = service_for(host.runtime)  # type: ignore[arg-type]
+            service = host.runtime.services.find(DurableService)  # type: ignore[union-attr]
             assert service is not None
             watcher = CompletionWatcher(service.hub)
             client = service.client

@@ -1,22 +1,17 @@
 """The task hub port (`funchost.storage.durable.TaskHub`), run against every implementation.
 
-Only the embedded SQLite store implements it today; a new backend joins by adding its name to
-`TASK_HUBS`. The rules checked are the ones Durable Functions relies on: one holder per instance
+Each backend hands it out through `task_hub()` (`--storage azure` keeps task hubs in the data
+folder's embedded store, as it does Event Grid's state, so `local_storage` covers every
+implementation). The rules checked are the ones Durable Functions relies on: one holder per instance
 at a time, a takeover once a lease lapses, commits fenced by the lease, timers invisible until
 due, suspended instances receiving only control messages, activities at least once.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
-from funchost.clock import SystemClock
 from funchost.durable import history as h
-from funchost.settings.app_settings import AppSettings
-from funchost.storage.backend import EmbeddedStorage
 from funchost.storage.durable import (
     ENTITY,
     ORCHESTRATION,
@@ -31,16 +26,16 @@ from funchost.storage.durable import (
     Outbound,
     TaskHub,
 )
+from funchost.storage.host_storage import HostStorage
 
-TASK_HUBS = ["embedded"]
 NOW = 1_700_000_000.0
 
 
-@pytest.fixture(params=TASK_HUBS)
-async def hub(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TaskHub]:
-    storage = EmbeddedStorage(tmp_path / "data", AppSettings({}, environ={}), SystemClock())
-    yield storage.durable("ContractHub")
-    await storage.aclose()
+@pytest.fixture
+async def hub(local_storage: HostStorage) -> TaskHub:
+    store = local_storage.task_hub("ContractHub")
+    await store.create_if_not_exists()
+    return store
 
 
 def started(instance_id: str, execution_id: str = "e1") -> NewInstance:

@@ -12,7 +12,7 @@ import json
 
 from azure.functions.meta import Datum
 
-from funchost.durable.service import service_for
+from funchost.durable.service import DurableService
 from funchost.errors import AppLoadError, InvocationError
 from funchost.indexing.spec import BindingSpec, FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
@@ -28,10 +28,10 @@ class DurableClientSupport:
                                file=function.script_file, line=function.source_line, function=function.name)
 
     async def read(self, binding: BindingSpec, request: InvocationRequest, runtime: Runtime) -> Datum:
-        service = service_for(runtime)
+        service = runtime.services.find(DurableService)
         if service is None:
             raise InvocationError("the Durable Functions service is not running in this host")
-        payload = service.client_payload(binding.get("taskHub"), binding.get("connectionName"))
+        payload = service.endpoints.client_payload(binding.get("taskHub"), binding.get("connectionName"))
         return Datum(json.dumps(payload), "string")
 
     async def write(self, binding: BindingSpec, datum: Datum, request: InvocationRequest, runtime: Runtime) -> None:

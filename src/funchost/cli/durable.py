@@ -92,13 +92,11 @@ def _run(args: argparse.Namespace, action: Action) -> int:
     async def main() -> int:
         ctx = open_storage(args)
         try:
-            factory = getattr(ctx.backend, "durable", None)
-            if factory is None:
-                raise ConfigError("the task hub lives in the embedded storage (--storage embedded)")
-            hub = NotifyingHub(factory(_hub_name(ctx, args.hub), args.connection), Signals(), SystemClock())
+            store = ctx.storage.task_hub(_hub_name(ctx, args.hub), args.connection)
+            hub = NotifyingHub(store, Signals(), SystemClock())
             return await action(DurableClient(hub, DurableFunctions()), args)
         finally:
-            await ctx.backend.aclose()
+            await ctx.storage.aclose()
 
     return asyncio.run(main())
 

@@ -20,7 +20,7 @@ from funchost.clock import Clock
 from funchost.durable.client import ArgumentFailure, DurableClient, Gone, NotFound
 from funchost.durable.shim import compact
 from funchost.durable.status import status_payload
-from funchost.durable.webhooks import ApiRequest, ApiResponse, check_status_response, management_urls
+from funchost.durable.webhooks import ApiRequest, ApiResponse, check_status_response
 from funchost.storage.durable import COMPLETED_STATUSES, ENTITY, InstanceExists, InstanceQuery
 
 log = logging.getLogger("funchost.durable")
@@ -249,9 +249,3 @@ class ManagementApi:
         token = (page.continuation or "").encode("latin-1")
         return ApiResponse.json(200, entities, [(b"x-ms-continuation-token", token)])
 
-
-def client_links(base_url: str, webhook_path: str, query_suffix: str) -> Callable[[str, str], dict[str, str]]:
-    def links(origin: str, instance_id: str) -> dict[str, str]:
-        return management_urls(origin or base_url, webhook_path, instance_id, query_suffix)
-
-    return links

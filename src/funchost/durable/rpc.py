@@ -15,7 +15,7 @@ from typing import Any
 
 import uvicorn
 
-from funchost.triggers.http.asgi import Receive, Scope, Send
+from funchost.triggers.http.asgi import ASGIApp, Receive, Scope, Send
 
 log = logging.getLogger("funchost.durable")
 
@@ -82,12 +82,12 @@ class RpcListener:
 
 
 class RpcApp:
-    """ASGI adapter: requests under ``/durabletask/`` go to the management API, the rest is 404."""
+    """ASGI adapter: HTTP requests go to the management API (which answers 404 outside it)."""
 
-    def __init__(self, handler: Any) -> None:
+    def __init__(self, handler: ASGIApp) -> None:
         self.handler = handler
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        await self.handler(scope, receive, send, RPC_PATH.rstrip("/"), False)
+        await self.handler(scope, receive, send)

@@ -39,11 +39,16 @@ def converter(binding_type: str) -> Any:
     return _registry.get(binding_type) if _registry is not None else None
 
 
+def has_implicit_output(binding: BindingSpec) -> bool:
+    """Whether the library's converter returns the function's value through this binding (the
+    durable triggers); output-only converters do not define the method."""
+    conv = converter(binding.type)
+    return bool(conv is not None and getattr(conv, "has_implicit_output", lambda: False)())
+
+
 def _uses_generic(binding: BindingSpec, pytype: Any) -> bool:
     """str / bytes on a binding with no implicit output are bound with the generic converter."""
-    conv = converter(binding.type)
-    implicit = bool(conv is not None and getattr(conv, "has_implicit_output", lambda: False)())
-    return pytype in (str, bytes) and not implicit
+    return pytype in (str, bytes) and not has_implicit_output(binding)
 
 
 def build_parameters(
@@ -93,9 +98,10 @@ def build_parameters(
             is_out, _ = _out_type(return_annotation)
             if is_out:
                 raise SignatureError("return annotation should not be azure.functions.Out")
+            # Checked against the binding's own converter: the worker's generic rule for str /
+            # bytes covers parameters only (`-> str` is fine on http, `-> bytes` is not).
             conv = converter(return_binding.type)
             if (conv is not None and inspect.isclass(return_annotation)
-                    and not _uses_generic(return_binding, return_annotation)
                     and not conv.check_output_type_annotation(return_annotation)):
                 raise SignatureError(
                     f'Python return annotation "{return_annotation.__name__}" does not match binding type '

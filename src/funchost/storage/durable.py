@@ -190,6 +190,10 @@ class HubCounts:
 class TaskHub(Protocol):
     name: str
 
+    async def create_if_not_exists(self) -> None:
+        """Create the hub's storage (DurabilityProvider.CreateIfNotExistsAsync); raises when the
+        store cannot be opened. Called before the dispatchers start."""
+
     # -- instances (clients) ----------------------------------------------------------------------
 
     async def create_instance(self, instance: NewInstance, *, now: float, dedupe: frozenset[str]) -> None:

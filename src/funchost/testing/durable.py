@@ -20,7 +20,7 @@ from typing import Any
 from azure.functions._durable_functions import _serialize_custom_object
 
 from funchost.durable.client import DurableClient
-from funchost.durable.service import service_for
+from funchost.durable.service import DurableService
 from funchost.durable.shim import compact
 from funchost.errors import FunchostError
 from funchost.runtime.contracts import Runtime
@@ -39,7 +39,7 @@ class DurableTools:
 
     @property
     def client(self) -> DurableClient:
-        service = service_for(self.runtime)
+        service = self.runtime.services.find(DurableService)
         if service is None:
             raise FunchostError("the app has no durable functions (or the durable service did not start)")
         return service.client

@@ -70,7 +70,7 @@ async def host(tmp_path: Path) -> Any:
 
 
 def keys(host: HostHarness) -> Any:
-    return host.runtime.services["http.keys"]
+    return host.runtime.services.keys
 
 
 async def api(host: HostHarness, method: str, path: str, **kwargs: Any) -> httpx.Response:

@@ -62,12 +62,6 @@ class SqliteDatabase:
         """Run `fn(conn)` synchronously on the calling thread (CLI, tests, sync code)."""
         return fn(self._connect())
 
-    def write_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `fn(conn)` inside BEGIN IMMEDIATE ... COMMIT on the calling thread."""
-        conn = self._connect()
-        with _immediate(conn):
-            return fn(conn)
-
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         return await self._submit(lambda: fn(self._connect()))
 

@@ -124,6 +124,9 @@ class SqliteTaskHub:
         self.path = Path(path)
         self.db = SqliteDatabase(self.path, SCHEMA, name=f"durable-{name}")
 
+    async def create_if_not_exists(self) -> None:
+        await self.db.write(lambda conn: None)  # the first connection creates the schema
+
     # -- instances ---------------------------------------------------------------------------------
 
     async def create_instance(self, instance: NewInstance, *, now: float, dedupe: frozenset[str]) -> None:

@@ -12,6 +12,7 @@ from funchost.errors import AppLoadError, InvalidInput
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
 from funchost.runtime.contracts import Listener, Runtime
+from funchost.triggers.durable.listener import DurableTaskListener
 
 HOST_CALL_REASON = "This function was programmatically called via the host APIs."
 
@@ -26,7 +27,7 @@ class DurableTriggerSupport:
                                file=function.script_file, line=function.source_line)
 
     def create_listener(self, function: FunctionSpec, runtime: Runtime) -> Listener | None:
-        return None  # the durable service dispatches work from the task hub
+        return DurableTaskListener(function, runtime)
 
     def describe(self, function: FunctionSpec, runtime: Runtime) -> str:
         return self.trigger_type

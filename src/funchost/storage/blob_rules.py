@@ -1,7 +1,7 @@
-"""Azure's naming rules for containers, blobs and metadata, checked before anything is stored.
+"""Azure Blob storage's rules on names, metadata, leases and ranges, checked before any backend.
 
-The service answers 400 for names that break these rules; the embedded store does the same so
-an app that works locally does not fail on Azure for a name.
+The service answers 400 for arguments that break these rules; `ValidatingBlobService` applies
+them to every backend so an app that works locally does not fail on Azure for a name.
 """
 
 from __future__ import annotations
@@ -11,12 +11,16 @@ import uuid
 from collections.abc import Mapping
 
 from funchost.errors import InvalidInput, InvalidResourceName
+from funchost.storage.blobs import INFINITE_LEASE
+from funchost.storage.metadata import is_metadata_name
 
 _CONTAINER = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$")
 MAX_BLOB_NAME = 1024
 MAX_PATH_SEGMENTS = 254
-_METADATA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_METADATA_BYTES = 8 * 1024
+MIN_LEASE_DURATION, MAX_LEASE_DURATION = 15, 60
+MAX_BREAK_PERIOD = 60
+MAX_LIST_RESULTS = 5000
 
 
 def check_container_name(name: str) -> None:
@@ -41,7 +45,7 @@ def check_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
     seen: set[str] = set()
     size = 0
     for key, value in metadata.items():
-        if not _METADATA_NAME.match(key) or key.lower() in seen:
+        if not is_metadata_name(key) or key.lower() in seen:
             raise InvalidInput(f"invalid metadata name {key!r}", code="InvalidMetadata")
         seen.add(key.lower())
         size += len(key.encode()) + len(str(value).encode())
@@ -56,3 +60,24 @@ def canonical_lease_id(lease_id: str) -> str:
         return str(uuid.UUID(lease_id.strip()))
     except (ValueError, AttributeError) as exc:
         raise InvalidInput(f"lease id {lease_id!r} is not a GUID", code="InvalidHeaderValue") from exc
+
+
+def check_lease_duration(duration: int) -> None:
+    if duration != INFINITE_LEASE and not MIN_LEASE_DURATION <= duration <= MAX_LEASE_DURATION:
+        raise InvalidInput(f"lease duration must be {MIN_LEASE_DURATION}..{MAX_LEASE_DURATION} seconds or -1, "
+                           f"got {duration}", code="InvalidHeaderValue")
+
+
+def check_break_period(break_period: int | None) -> None:
+    if break_period is not None and not 0 <= break_period <= MAX_BREAK_PERIOD:
+        raise InvalidInput(f"break period must be 0..{MAX_BREAK_PERIOD} seconds", code="InvalidHeaderValue")
+
+
+def check_range(offset: int, length: int | None) -> None:
+    if offset < 0 or (length is not None and length < 0):
+        raise InvalidInput("offset and length must not be negative", code="InvalidHeaderValue")
+
+
+def check_max_results(max_results: int) -> None:
+    if max_results < 1:
+        raise InvalidInput("max_results must be at least 1", code="OutOfRangeQueryParameterValue")
