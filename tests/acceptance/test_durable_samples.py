@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from tests.acceptance.support import RunningHost, start_funchost, stop_funchost
+from tests.acceptance.durable_support import poll, started
+from tests.acceptance.support import start_funchost, stop_funchost
 
 pytestmark = pytest.mark.acceptance
 
@@ -28,30 +28,6 @@ def copy_sample(name: str, tmp_path: Path) -> Path:
     target = tmp_path / name
     shutil.copytree(SAMPLES / name, target)
     return target
-
-
-def poll(host: RunningHost, status_url: str, timeout: float = 60.0) -> dict[str, Any]:
-    """Follow the async HTTP pattern: 202 while running (Location + Retry-After), then 200."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        response = httpx.get(status_url, timeout=10)
-        body = response.json()
-        if response.status_code == 202:
-            assert response.headers["location"] == status_url and response.headers["retry-after"] == "5"
-            assert body["runtimeStatus"] in ("Pending", "Running")
-            time.sleep(0.1)
-            continue
-        assert response.status_code == 200, response.text
-        return body  # type: ignore[no-any-return]
-    pytest.fail(f"the orchestration did not finish within {timeout}s\n{host.output()[-3000:]}")
-
-
-def started(response: httpx.Response) -> str:
-    assert response.status_code == 202, response.text
-    links = response.json()
-    assert response.headers["location"] == links["statusQueryGetUri"]
-    assert set(links) >= {"id", "statusQueryGetUri", "sendEventPostUri", "terminatePostUri", "purgeHistoryDeleteUri"}
-    return str(links["statusQueryGetUri"])
 
 
 def test_function_chaining(tmp_path: Path) -> None:
