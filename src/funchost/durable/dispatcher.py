@@ -117,7 +117,7 @@ class Dispatcher:
         result = await self.invoker.invoke(request)
         if result.abandoned:
             return None
-        return protocol.orchestrator_result(function.name, result.outputs.get("$return") if result.succeeded else None,
+        return protocol.orchestrator_result(result.outputs.get("$return") if result.succeeded else None,
                                             None if result.succeeded else result.error)
 
     async def _activity(self, item: ActivityItem) -> None:

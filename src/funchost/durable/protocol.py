@@ -55,9 +55,11 @@ def _token(text: str | None) -> Any:
         return text
 
 
-def orchestrator_result(function_name: str, output: Datum | None, error: BaseException | None) -> SdkResult:
+def orchestrator_result(output: Datum | None, error: BaseException | None) -> SdkResult:
     """Without ``$OutOfProcData$`` (the SDK failed before it could report its state) the extension
-    only has the host's FunctionInvocationException: "Exception while executing function: ..."."""
+    fails the orchestration with the message of the exception it got from the user-code invoker
+    (TaskOrchestrationShim.InvokeUserCodeAndHandleResults reads the out-of-proc task's ``.Result``):
+    an AggregateException around the worker's RpcException."""
     if error is not None:
         message = str(error)
         stack = user_stack(error)
@@ -69,7 +71,7 @@ def orchestrator_result(function_name: str, output: Datum | None, error: BaseExc
                 state = None
             if isinstance(state, dict):
                 return SdkResult(state, None, stack)
-        return SdkResult(None, f"Exception while executing function: Functions.{function_name}", stack)
+        return SdkResult(None, f"One or more errors occurred. ({rpc_exception_message(error)})", stack)
     value = output.value if output is not None else None
     if isinstance(value, bytes):
         value = value.decode("utf-8")
@@ -90,6 +92,11 @@ def friendly_message(error: BaseException) -> str:
     if isinstance(error, FunctionTimeoutError):
         return str(error)
     return f"{type(error).__name__}: {error}"
+
+
+def rpc_exception_message(error: BaseException) -> str:
+    """The host's RpcException text for a failure the worker reported (RpcException.cs)."""
+    return f"Result: Failure\nException: {friendly_message(error)}\nStack: {user_stack(error)}"
 
 
 def activity_datum(input_text: str | None) -> Datum:
@@ -139,8 +146,8 @@ def activity_failure(name: str, error: BaseException | None) -> tuple[str, str]:
     message = friendly_message(error) if error is not None else "the function failed"
     inner = None
     if error is not None and not isinstance(error, FunctionTimeoutError):
-        rpc = f"Result: Failure\nException: {message}\nStack: {user_stack(error)}"
-        inner = _exception_json("Microsoft.Azure.WebJobs.Script.Workers.Rpc.RpcException", rpc, None)
+        inner = _exception_json("Microsoft.Azure.WebJobs.Script.Workers.Rpc.RpcException",
+                                rpc_exception_message(error), None)
     details = compact(_exception_json("System.Exception", message, inner))
     return f"Activity function '{name}' failed: {message}", details
 

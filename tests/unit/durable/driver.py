@@ -78,7 +78,7 @@ class Driver:
             output, error = self.handle(payload), None
         except Exception as exc:  # noqa: BLE001 - the SDK reports failures by raising
             output, error = None, exc
-        return protocol.orchestrator_result(name, Datum(output, "json") if output is not None else None, error)
+        return protocol.orchestrator_result(Datum(output, "json") if output is not None else None, error)
 
     def _apply(self, commit: Commit) -> None:
         self.commits.append(commit)

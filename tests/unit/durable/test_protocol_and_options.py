@@ -43,12 +43,14 @@ def test_an_activity_failure_reads_as_the_extension_reports_it() -> None:
 
 def test_the_orchestrator_state_is_read_from_a_result_or_from_a_failure() -> None:
     state = {"isDone": True, "actions": [[]], "output": 1, "schemaVersion": 2}
-    assert protocol.orchestrator_result("orch", Datum(json.dumps(state), "json"), None).state == state
+    assert protocol.orchestrator_result(Datum(json.dumps(state), "json"), None).state == state
     failure = Exception("boom\n\n$OutOfProcData$:" + json.dumps({**state, "error": "boom"}))
-    assert protocol.orchestrator_result("orch", None, failure).state == {**state, "error": "boom"}
-    bare = protocol.orchestrator_result("orch", None, RuntimeError("no state"))
-    assert bare.state is None and bare.error == "Exception while executing function: Functions.orch"
-    invalid = protocol.orchestrator_result("orch", Datum("not json", "json"), None)
+    assert protocol.orchestrator_result(None, failure).state == {**state, "error": "boom"}
+    bare = protocol.orchestrator_result(None, RuntimeError("no state"))
+    assert bare.state is None and bare.error is not None
+    assert bare.error.startswith("One or more errors occurred. (Result: Failure\nException: RuntimeError: no state\n"
+                                 "Stack: Traceback") and bare.error.endswith(")")
+    invalid = protocol.orchestrator_result(Datum("not json", "json"), None)
     assert invalid.error == "Out of proc orchestrators must return a valid JSON schema"
 
 
