@@ -119,28 +119,21 @@ class DurableClient:
         await self.hub.send([Outbound(instance_id, event)])
 
     async def terminate(self, instance_id: str, reason: str | None) -> None:
-        record = await self._existing(instance_id)
-        if record.status in COMPLETED_STATUSES:
-            raise Gone(f"Cannot terminate the orchestration instance {instance_id} because instance is in the "
-                       f"{record.status} state.")
-        await self.hub.send([Outbound(instance_id, h.execution_terminated(self.hub.clock.now(), reason),
-                                      control=True)])
+        await self._control(instance_id, "terminate", h.execution_terminated(self.hub.clock.now(), reason))
 
     async def suspend(self, instance_id: str, reason: str | None) -> None:
-        record = await self._existing(instance_id)
-        if record.status in COMPLETED_STATUSES:
-            raise Gone(f"Cannot suspend the orchestration instance {instance_id} because instance is in the "
-                       f"{record.status} state.")
-        await self.hub.send([Outbound(instance_id, h.execution_suspended(self.hub.clock.now(), reason),
-                                      control=True)])
+        await self._control(instance_id, "suspend", h.execution_suspended(self.hub.clock.now(), reason))
 
     async def resume(self, instance_id: str, reason: str | None) -> None:
+        await self._control(instance_id, "resume", h.execution_resumed(self.hub.clock.now(), reason))
+
+    async def _control(self, instance_id: str, verb: str, event: dict[str, Any]) -> None:
+        """A control message, delivered even to a suspended instance; refused once it completed."""
         record = await self._existing(instance_id)
         if record.status in COMPLETED_STATUSES:
-            raise Gone(f"Cannot resume the orchestration instance {instance_id} because instance is in the "
+            raise Gone(f"Cannot {verb} the orchestration instance {instance_id} because instance is in the "
                        f"{record.status} state.")
-        await self.hub.send([Outbound(instance_id, h.execution_resumed(self.hub.clock.now(), reason),
-                                      control=True)])
+        await self.hub.send([Outbound(instance_id, event, control=True)])
 
     async def restart(self, instance_id: str, new_instance_id: bool = True) -> str:
         record = await self.get(instance_id)

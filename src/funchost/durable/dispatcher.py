@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import socket
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from azure.functions.meta import Datum
@@ -26,7 +27,7 @@ from funchost.durable.replay import SdkResult
 from funchost.durable.workloop import WorkLoop
 from funchost.invocation.contracts import FunctionInvoker, InvocationRequest
 from funchost.listeners.renewal import Renewer
-from funchost.storage.durable import ENTITY, ORCHESTRATION, ActivityItem, LeaseLost, WorkItem
+from funchost.storage.durable import ENTITY, ORCHESTRATION, ActivityItem, Commit, LeaseLost, WorkItem
 
 log = logging.getLogger("funchost.durable")
 
@@ -87,11 +88,19 @@ class Dispatcher:
         return Renewer(name, renew, self.hub.clock, interval=lease / 2, minimum=min(1.0, lease / 4)).start()
 
     async def _orchestration(self, item: WorkItem) -> None:
+        await self._under_lease(f"orchestration {item.instance.instance_id}", item, lambda: Episode(
+            item, self.hub.clock.now(), self.settings).run(self._call_orchestrator))
+
+    async def _entity(self, item: WorkItem) -> None:
+        await self._under_lease(f"entity {item.instance.instance_id}", item, lambda: self.entities.run(item))
+
+    async def _under_lease(self, name: str, item: WorkItem, work: Callable[[], Awaitable[Commit | None]]) -> None:
+        """Run an instance's work while renewing its lease; commit the outcome, or give the lease
+        back when there is none (the host is stopping: the messages wait for the next taker)."""
         lease = self.options.orchestration_lease
-        renewer = self._renewer(f"orchestration {item.instance.instance_id}", lambda: self.hub.store.renew_instance(
-            item, until=self.hub.now() + lease), lease)
+        renewer = self._renewer(name, lambda: self.hub.store.renew_instance(item, until=self.hub.now() + lease), lease)
         try:
-            commit = await Episode(item, self.hub.clock.now(), self.settings).run(self._call_orchestrator)
+            commit = await work()
             if commit is None:
                 await self.hub.release(item)
                 return
@@ -126,20 +135,5 @@ class Dispatcher:
             item, until=self.hub.now() + lease), lease)
         try:
             await self.activities.run(item)
-        finally:
-            await renewer.stop()
-
-    async def _entity(self, item: WorkItem) -> None:
-        lease = self.options.orchestration_lease
-        renewer = self._renewer(f"entity {item.instance.instance_id}", lambda: self.hub.store.renew_instance(
-            item, until=self.hub.now() + lease), lease)
-        try:
-            commit = await self.entities.run(item)
-            if commit is None:
-                await self.hub.release(item)
-                return
-            await self.hub.commit(item, commit)
-        except LeaseLost as exc:
-            log.warning("durable: %s", exc)
         finally:
             await renewer.stop()
