@@ -14,25 +14,21 @@ FUNCTIONS = ("submit_import", "get_import", "ledger_post")
 def open_everything(folder: Path) -> dict[str, Any]:
     """Keys, embedded queues and blobs, the Event Grid store, and a jobs DB: the files a host
     (and the reference pipeline) create at their first start. Returns the keys it ended with."""
-    from funchost.eventgrid.store import EventStore
-
     from funchost.clock import SystemClock
     from funchost.reliability import open_sqlite
     from funchost.settings.app_settings import AppSettings
-    from funchost.storage.backend import EmbeddedStorage
+    from funchost.storage.backend import create_backend
     from funchost.triggers.http.keys import KeyStore
 
     keys = KeyStore.load_or_create(folder, {}, FUNCTIONS)
 
     async def stores() -> None:
-        storage = EmbeddedStorage(folder, AppSettings({}, environ={}), SystemClock())
-        events = EventStore(folder / "eventgrid")
+        storage = create_backend("embedded", folder, AppSettings({}, environ={}), SystemClock())
         try:
             await storage.queues().create_queue("work")
             await storage.blobs().create_container("box", exist_ok=True)
-            await events.get_cursor("start")
+            await storage.eventgrid_store().get_cursor("start")
         finally:
-            await events.aclose()
             await storage.aclose()
 
     asyncio.run(stores())
