@@ -60,6 +60,6 @@ def encode_response(obj: azf_abc.HttpResponse) -> HttpResponseDatum:
         body = b""
     cookies = None
     if "Set-Cookie" in headers:
-        cookies = [SimpleCookie(cookie) for cookie in headers.get_all("Set-Cookie")]  # type: ignore[attr-defined]
-        headers.pop("Set-Cookie")  # type: ignore[attr-defined]
+        cookies = [SimpleCookie(cookie) for cookie in headers.get_all("Set-Cookie")]
+        headers.pop("Set-Cookie")
     return HttpResponseDatum(ResponseParts(status, {name: value for name, value in headers.items()}, cookies, body))

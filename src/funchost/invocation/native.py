@@ -31,7 +31,7 @@ class LazyDatum(Datum):
         self._build = build
         self._value = _UNSET
 
-    @property  # type: ignore[override]
+    @property
     def value(self) -> Any:
         if self._value is _UNSET:
             self._value = self._build()
