@@ -8,6 +8,7 @@ messages through a no-op function, rounds interleaved target by target:
 * ``funchost-1`` / ``funchost-2``: `funchost start` on an app with one `def noop(msg: str)` queue
   function, default host.json queue settings (log level Warning, as `queue_bench.py`),
   FUNCTIONS_WORKER_PROCESS_COUNT 1 and 2 (the machine's cores), embedded storage;
+* ``baseline-1`` (with ``--baseline-src DIR``): funchost-1 from another source tree;
 * ``pgqueuer-10`` / ``pgqueuer-32``: a pgqueuer `QueueManager` (asyncpg) with an `async def`
   no-op entrypoint, batch size 10 and 32, `mode=drain`, on a PostgreSQL server started from the
   machine's binaries as the tests start it (`tests/support/postgres.py`: 127.0.0.1, fsync off).
@@ -140,7 +141,7 @@ async def watch(remaining: Callable[[], Awaitable[int]], total: int, process: su
             "cpu_us_per_message": round(cpu / max(drained, 1) * 1e6, 1)}
 
 
-async def funchost_round(work: Path, messages: int, processes: int) -> dict[str, float]:
+async def funchost_round(work: Path, messages: int, processes: int, src: Path | None = None) -> dict[str, float]:
     from funchost.clock import SystemClock
     from funchost.settings.app_settings import AppSettings
     from funchost.storage.host_storage import open_storage
@@ -153,6 +154,8 @@ async def funchost_round(work: Path, messages: int, processes: int) -> dict[str,
     for start in range(0, messages, 512):
         await asyncio.gather(*(service.put_message("bench", text) for _ in range(min(512, messages - start))))
     env = dict(os.environ, AZURE_FUNCTIONS_ENVIRONMENT="Production", FUNCTIONS_WORKER_PROCESS_COUNT=str(processes))
+    if src is not None:  # another source tree first on the path (before/after in one run)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src / "src"), env.get("PYTHONPATH")]))
     spawned = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", "funchost", "start", str(app), "--data", str(data),
                                 "--port", "0"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -227,6 +230,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "pgqueuer-10": lambda w: pgqueuer_round(server.dsn, postmaster, args.messages, 10),
         "pgqueuer-32": lambda w: pgqueuer_round(server.dsn, postmaster, args.messages, 32),
     }
+    if args.baseline_src is not None:
+        targets["baseline-1"] = lambda w: funchost_round(w, args.messages, 1, args.baseline_src.resolve())
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
     try:
         for _ in range(args.rounds):
@@ -243,7 +248,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     best_peer = max(results["pgqueuer-10"]["median"], results["pgqueuer-32"]["median"])
     return {
         "environment": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
-        "parameters": {"messages": args.messages, "rounds": args.rounds},
+        "parameters": {"messages": args.messages, "rounds": args.rounds,
+                       "baseline_src": str(args.baseline_src) if args.baseline_src else None},
         "results": results,
         "ratios_to_best_pgqueuer": {name: round(results[name]["median"] / best_peer, 2)
                                     for name in ("funchost-1", "funchost-2")},
@@ -259,6 +265,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--baseline-src", type=Path, help="a funchost source tree to measure as 'baseline-1'")
     args = parser.parse_args()
     report = asyncio.run(run(args))
     print(f"{'target':12} {'min':>8} {'median':>8} {'max':>8}  msg/s (first to last completion)   CPU us/msg")

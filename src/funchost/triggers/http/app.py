@@ -75,6 +75,9 @@ class FunctionsApp:
         self.custom_headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
                                for k, v in options.custom_headers.items()]
         self.outputs = {route.function.name: http_output_name(route.function) for route in self.table.routes}
+        # App settings are fixed for the host's life (a change restarts the host on Azure).
+        self.disabled = {route.function.name for route in self.table.routes
+                         if settings.is_function_disabled(route.function.name)}
 
     # --- entry point ----------------------------------------------------------------------------
 
@@ -136,7 +139,7 @@ class FunctionsApp:
     async def _function_request(self, route: HttpRoute, values: dict[str, str], scope: Scope,
                                 receive: Receive, send: Send) -> None:
         function = route.function
-        disabled = self.runtime.settings.is_function_disabled(function.name)
+        disabled = function.name in self.disabled
         if route.auth_level != "anonymous" or disabled:
             caller = self._caller(scope, function.name)
             if disabled and caller.level is not AuthLevel.ADMIN:
