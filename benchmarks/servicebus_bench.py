@@ -32,7 +32,7 @@ from typing import Any
 from funchost.clock import SystemClock
 from funchost.host import Host, HostConfig
 from funchost.settings.app_settings import AppSettings
-from funchost.storage.backend import EmbeddedStorage
+from funchost.storage.sqlite.backend import EmbeddedStorage
 from funchost.storage.servicebus import OutgoingMessage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
