@@ -32,6 +32,7 @@ from funchost.triggers.eventhub.events import PartitionInfo, batch_request, sing
 from funchost.triggers.servicebus.messages import build_batch, build_single
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+BATCH_SETTINGS = settings(SETTINGS, max_examples=150)  # up to 8 messages each
 
 _ZONES = st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30)), timezone(-timedelta(hours=8)),
                           timezone(timedelta(hours=13, minutes=45))])
@@ -139,7 +140,7 @@ def test_service_bus_message_built_directly_equals_the_converters(message: Recei
     assert direct == expected
 
 
-@SETTINGS
+@BATCH_SETTINGS
 @given(st.lists(received_messages(), min_size=1, max_size=8), st.sampled_from([None, "binary", "string"]))
 def test_service_bus_batch_built_directly_equals_the_converters(messages: list[ReceivedMessage],
                                                                 data_type: str | None) -> None:
@@ -185,7 +186,7 @@ def test_event_hub_event_built_directly_equals_the_converters(event: ReceivedEve
     assert direct == expected
 
 
-@SETTINGS
+@BATCH_SETTINGS
 @given(st.lists(received_events(), min_size=1, max_size=8), st.sampled_from([None, "binary", "string"]))
 def test_event_hub_batch_built_directly_equals_the_converters(events: list[ReceivedEvent],
                                                               data_type: str | None) -> None:

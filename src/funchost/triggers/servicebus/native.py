@@ -23,10 +23,12 @@ takes the converter's way, so the result, or the error, is the library's.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from azure.functions._jsonutils import json as library_json
 from azure.functions.meta import Datum
 from azure.functions.servicebus import ServiceBusMessage, ServiceBusMessageInConverter
 
@@ -37,6 +39,7 @@ NEVER = datetime.max.replace(tzinfo=UTC)  # ExpiresAt of a message without TTL: 
 # What the library parses "9999-12-31T23:59:59.9999999" into (seven fraction digits cut to six).
 _MAX_NAIVE = datetime(9999, 12, 31, 23, 59, 59, 999999)
 _PLAIN = frozenset({str, int, float, bool, type(None)})
+_INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
 
 
 class _Unreproduced(Exception):
@@ -54,11 +57,16 @@ def utc_naive(value: datetime | None) -> datetime:
 
 
 def json_copy(properties: Mapping[str, Any]) -> dict[str, Any]:
-    """`json.loads(json.dumps(properties))`: a plain copy when every value survives JSON unchanged."""
+    """What the library's JSON reader gives for messages.py's JSON of `properties`.
+
+    A plain copy when every value survives any JSON reader unchanged (the library may use orjson,
+    which rejects NaN and integers beyond 64 bits); otherwise the same round trip."""
     for key, value in properties.items():
-        if type(key) is not str or type(value) not in _PLAIN:
-            return json.loads(json.dumps(dict(properties)))  # type: ignore[no-any-return]
-    return dict(properties)  # str, int, bool, None and floats (NaN, infinities too) come back equal
+        kind = type(value)
+        if type(key) is not str or kind not in _PLAIN or (kind is int and not _INT64_MIN <= value <= _UINT64_MAX) \
+                or (kind is float and not math.isfinite(value)):
+            return library_json.loads(json.dumps(dict(properties), separators=(",", ":")))  # type: ignore[no-any-return]
+    return dict(properties)
 
 
 class ServiceBusMessageDatum(NativeDatum):
