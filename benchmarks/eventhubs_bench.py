@@ -107,15 +107,16 @@ async def drain(app: Path, data_dir: Path, count: int, only: str) -> dict[str, A
     host.load()
     module = sys.modules["function_app"]
     module.COUNT[0] = 0
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     await host.start()
     while module.COUNT[0] < count:
         await asyncio.sleep(0.01)
         if time.perf_counter() - started > 600:
             raise TimeoutError(f"{only}: {module.COUNT[0]} of {count} after 600 s")
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     await host.stop()
-    return {"items": count, "seconds": round(elapsed, 3), "per_second": round(count / elapsed)}
+    return {"items": count, "seconds": round(elapsed, 3), "per_second": round(count / elapsed),
+            "cpu_us_per_item": round(cpu / count * 1e6, 1)}
 
 
 SCENARIOS = ["eventhubs-single", "eventhubs-batch", "queue-default", "eventhubs-send"]
@@ -149,13 +150,14 @@ def main() -> None:
     figures = same_run.rounds(__file__, names, ["--events", str(args.events)], args.rounds, args.baseline_src,
                               "per_second")
     print(f"{'scenario':<18} {'min':>7} {'median':>7} {'max':>7} /s" +
-          ("   baseline median  ratio" if "baseline" in figures else ""))
+          "  CPU us/item" +
+          ("   baseline median  CPU us  ratio" if "baseline" in figures else ""))
     for name in names:
         row = figures["current"][name]
-        line = f"{name:<18} {row['min']:>7} {row['median']:>7} {row['max']:>7}"
+        line = f"{name:<18} {row['min']:>7} {row['median']:>7} {row['max']:>7}  {row.get('cpu_us_median', '-'):>11}"
         if "baseline" in figures:
-            base = figures["baseline"][name]["median"]
-            line += f"   {base:>15}  {row['median'] / base:5.2f}"
+            base = figures["baseline"][name]
+            line += f"   {base['median']:>15}  {base.get('cpu_us_median', '-'):>6}  {row['median'] / base['median']:5.2f}"
         print(line)
     report: dict[str, Any] = {
         "environment": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},

@@ -40,11 +40,18 @@ def rounds(script: str, scenarios: Sequence[str], child_args: Sequence[str], cou
             for tree, src in order:
                 figure = run_child(script, ["--child", scenario, *child_args], src)
                 runs[tree][scenario].append(figure)
-                print(f"round {index + 1} {tree:<8} {scenario:<22} {figure[key]:>8} /s", flush=True)
+                cpu = next((f"  {v} us CPU per item" for k, v in figure.items() if k.startswith("cpu_us")), "")
+                print(f"round {index + 1} {tree:<8} {scenario:<24} {figure[key]:>8} /s{cpu}", flush=True)
     return {tree: {scenario: summary(figures, key) for scenario, figures in by_scenario.items()}
             for tree, by_scenario in runs.items()}
 
 
 def summary(figures: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    """min / median / max of `key`, and the median of a `cpu_us_per_*` figure (CPU time of the
+    whole process per item: on a shared machine it moves less than the rate)."""
     values = [f[key] for f in figures]
-    return {"min": min(values), "median": statistics.median(values), "max": max(values), "runs": figures}
+    result: dict[str, Any] = {"min": min(values), "median": statistics.median(values), "max": max(values)}
+    cpu = [v for f in figures for k, v in f.items() if k.startswith("cpu_us")]
+    if len(cpu) == len(figures):
+        result["cpu_us_median"] = statistics.median(cpu)
+    return result | {"runs": figures}

@@ -98,7 +98,7 @@ async def prefill(data: Path, queue: str, count: int) -> float:
 async def drain(work: Path, queue: str, count: int, service_bus: dict[str, Any] | None) -> dict[str, Any]:
     app, data = write_app(work / "app", service_bus), work / "data"
     send_rate = await prefill(data, queue, count)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     host = Host(HostConfig(app_dir=app, data_dir=data, serve_http=False, clock=SystemClock(), apply_environment=False,
                            settings_override={"AZURE_FUNCTIONS_ENVIRONMENT": "Production"}))
     sys.modules.pop("function_app", None)
@@ -107,10 +107,10 @@ async def drain(work: Path, queue: str, count: int, service_bus: dict[str, Any] 
     counter = sys.modules["function_app"].COUNT
     while counter[0] < count:
         await asyncio.sleep(0.01)
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     await host.stop()
     return {"messages": count, "seconds": round(elapsed, 3), "messages_per_second": round(count / elapsed),
-            "prefill_sends_per_second": round(send_rate)}
+            "cpu_us_per_message": round(cpu / count * 1e6, 1), "prefill_sends_per_second": round(send_rate)}
 
 
 SCENARIOS = ["queue-drain", "sb-drain-single", "sb-drain-single-message", "sb-drain-batch", "sb-send"]
@@ -146,13 +146,14 @@ def main() -> None:
     figures = same_run.rounds(__file__, names, ["--messages", str(args.messages)], args.rounds, args.baseline_src,
                               "messages_per_second")
     print(f"{'scenario':<24} {'min':>7} {'median':>7} {'max':>7} msg/s" +
-          ("   baseline median  ratio" if "baseline" in figures else ""))
+          "  CPU us/item" +
+          ("   baseline median  CPU us  ratio" if "baseline" in figures else ""))
     for name in names:
         row = figures["current"][name]
-        line = f"{name:<24} {row['min']:>7} {row['median']:>7} {row['max']:>7}"
+        line = f"{name:<24} {row['min']:>7} {row['median']:>7} {row['max']:>7}  {row.get('cpu_us_median', '-'):>11}"
         if "baseline" in figures:
-            base = figures["baseline"][name]["median"]
-            line += f"   {base:>15}  {row['median'] / base:5.2f}"
+            base = figures["baseline"][name]
+            line += f"   {base['median']:>15}  {base.get('cpu_us_median', '-'):>6}  {row['median'] / base['median']:5.2f}"
         print(line)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {
