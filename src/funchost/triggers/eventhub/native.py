@@ -15,7 +15,7 @@
 
 A string batch with an empty body takes the converter's way: collection_string drops empty
 entries, so the library finds fewer bodies than system properties and raises, as on Azure.
-Tests in `tests/unit/core/test_lean_path_identity.py` compare both ways on generated events.
+Tests in `tests/unit/core/test_lean_path_identity_messaging.py` compare both ways on generated events.
 """
 
 from __future__ import annotations

@@ -42,7 +42,10 @@ def dotnet_datetime(value: datetime | None, *, offset: bool) -> str:
         text = MAX_DATETIME
     else:
         value = value.astimezone(UTC)
-        text = value.strftime("%Y-%m-%dT%H:%M:%S")
+        # Four-digit years as .NET writes them ("0001-01-01T00:00:00" for the admin API's
+        # message); strftime writes "1-01-01", which the library cannot parse.
+        text = (f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+                f"T{value.hour:02d}:{value.minute:02d}:{value.second:02d}")
         if value.microsecond:
             text += "." + f"{value.microsecond:06d}0".rstrip("0")
     return text + "+00:00" if offset else text

@@ -15,9 +15,8 @@ reads out of the metadata this host sends (messages.py):
   as fresh dicts, as a JSON round trip gives them;
 * fields the host does not send (`LockedUntil`, `State`, `TimeToLive`, ...) as None.
 
-Tests in `tests/unit/core/test_lean_path_identity.py` compare both ways on generated messages.
-A message outside what this reproduces (a year before 1000, which the library cannot parse)
-takes the converter's way, so the result, or the error, is the library's.
+Tests in `tests/unit/core/test_lean_path_identity_messaging.py` compare both ways on generated
+messages.
 """
 
 from __future__ import annotations
@@ -42,18 +41,11 @@ _PLAIN = frozenset({str, int, float, bool, type(None)})
 _INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
 
 
-class _Unreproduced(Exception):
-    """A value the direct way does not reproduce: the converter decodes this invocation."""
-
-
 def utc_naive(value: datetime | None) -> datetime:
     """What the library's `_parse_datetime` gives for `messages.dotnet_datetime(value, offset=False)`."""
     if value is None or value >= NEVER:
         return _MAX_NAIVE
-    utc = value.astimezone(UTC)
-    if utc.year < 1000:
-        raise _Unreproduced  # strftime writes no leading zeros; the library's strptime then fails
-    return utc.replace(tzinfo=None, fold=0)
+    return value.astimezone(UTC).replace(tzinfo=None, fold=0)
 
 
 def json_copy(properties: Mapping[str, Any]) -> dict[str, Any]:
@@ -80,10 +72,7 @@ class ServiceBusMessageDatum(NativeDatum):
         self.metadata = metadata
 
     def decode(self) -> ServiceBusMessage:
-        try:
-            return _single(self.message, self.metadata)
-        except _Unreproduced:
-            return ServiceBusMessageInConverter.decode_single_message(self, trigger_metadata=self.metadata)
+        return _single(self.message, self.metadata)
 
 
 class ServiceBusBatchDatum(NativeDatum):
@@ -99,10 +88,7 @@ class ServiceBusBatchDatum(NativeDatum):
         self.binary = binary
 
     def decode(self) -> list[ServiceBusMessage]:
-        try:
-            return _batch(self.messages, self.metadata, self.binary)
-        except _Unreproduced:
-            return ServiceBusMessageInConverter.decode_multiple_messages(self, trigger_metadata=self.metadata)
+        return _batch(self.messages, self.metadata, self.binary)
 
 
 def _single(m: ReceivedMessage, metadata: Mapping[str, Datum]) -> ServiceBusMessage:
