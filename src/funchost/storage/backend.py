@@ -22,7 +22,9 @@ from funchost.settings.connections import (
 )
 
 if TYPE_CHECKING:
+    from funchost.storage.blob_api import BlobApi
     from funchost.storage.blobs import BlobService
+    from funchost.storage.tables import TableService
     from funchost.storage.queues import QueueService
 
 
@@ -79,10 +81,17 @@ class EmbeddedStorage:
         return self._service("queue", account, SqliteQueueService)  # type: ignore[no-any-return]
 
     def blobs(self, connection: str | None = None) -> BlobService:
-        from funchost.storage.sqlite.blobs import SqliteBlobService
+        return self.blobs_for_account(self.connection(connection, "blob").account_name)
 
-        account = self.connection(connection, "blob").account_name
-        return self._service("blob", account, SqliteBlobService)  # type: ignore[no-any-return]
+    def blobs_for_account(self, account: str) -> BlobApi:
+        from funchost.storage.sqlite.blob_account import SqliteBlobAccount
+
+        return self._service("blob", account, SqliteBlobAccount)  # type: ignore[no-any-return]
+
+    def tables_for_account(self, account: str) -> TableService:
+        from funchost.storage.sqlite.tables import SqliteTableService
+
+        return self._service("table", account, SqliteTableService)  # type: ignore[no-any-return]
 
     def documents(self, connection: str | None = None) -> Any:
         from funchost.storage.sqlite.documents import SqliteDocumentStore

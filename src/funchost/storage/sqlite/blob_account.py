@@ -1,0 +1,505 @@
+"""The whole Blob API (`BlobApi`) on the embedded store: `SqliteBlobService` plus container
+properties, block lists, append blobs, copy, leases on containers and hierarchical listing.
+
+Every mutation stays one BEGIN IMMEDIATE transaction that checks the container, conditions and
+lease and then writes; committed creates (Put Blob, Put Block List, Copy Blob) and deletes are
+journalled for Event Grid as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from funchost.clock import Clock
+from funchost.errors import (
+    BlobNotFound,
+    ContainerAlreadyExists,
+    ContainerNotFound,
+    InvalidInput,
+    PreconditionFailed,
+    ResourceConflict,
+    StorageError,
+)
+from funchost.storage.blob_api import (
+    MAX_BLOCKS,
+    PUBLIC_ACCESS_LEVELS,
+    BlockList,
+    ContainerProperties,
+    HttpHeaders,
+    ListedPage,
+    SignedIdentifier,
+    Write,
+)
+from funchost.storage.blobs import BlobProperties
+from funchost.storage.sqlite import blob_blocks as blocks
+from funchost.storage.sqlite import blob_leases as leases
+from funchost.storage.sqlite import blob_listing
+from funchost.storage.sqlite.blob_extras import (
+    EXTRA_SCHEMA,
+    container_lease,
+    container_properties,
+    container_row,
+    drop_blob_blocks,
+    full_properties,
+    headers_of,
+    migrate,
+    props_json,
+    save_container,
+    set_lease_columns,
+)
+from funchost.storage.sqlite.blob_leases import Lease
+from funchost.storage.sqlite.blob_names import check_blob_name, check_container_name, check_metadata
+from funchost.storage.sqlite.blob_rows import SCHEMA, lease_of, new_etag, new_version_id
+from funchost.storage.sqlite.blob_sql import blob_row, check_etag, collect, container_versioning, existing, store
+from funchost.storage.sqlite.blobs import DEFAULT_CONTENT_TYPE, SqliteBlobService
+from funchost.storage.sqlite.db import SqliteDatabase
+
+
+def _unquote(etag: str) -> str:
+    return etag.strip().strip('"')
+
+
+def check_write(old: sqlite3.Row | None, write: Write, *, create: bool) -> None:
+    if write.if_none_match is not None and old is not None:
+        if write.if_none_match.strip() == "*":
+            if create:
+                raise ResourceConflict("the specified blob already exists", code="BlobAlreadyExists")
+            raise PreconditionFailed("the condition specified using HTTP conditional header(s) is not met")
+        if _unquote(write.if_none_match) == _unquote(old["etag"]):
+            raise PreconditionFailed("the condition specified using HTTP conditional header(s) is not met")
+    check_etag(old, write.if_match)
+
+
+def _container_code(exc: StorageError) -> StorageError:
+    """The lease rules of blob writes, with the container variants of their codes."""
+    exc.code = exc.code.replace("BlobOperation", "ContainerOperation")
+    return exc
+
+
+class SqliteBlobAccount(SqliteBlobService):
+    def __init__(self, account_dir: Path, account: str, clock: Clock) -> None:
+        super().__init__(account_dir, account, clock)
+        self._db = SqliteDatabase(Path(account_dir) / "blobs.db", SCHEMA + ";" + EXTRA_SCHEMA, name=f"blobs-{account}")
+        self._db.write_sync(migrate)
+
+    def _now(self) -> tuple[Any, float]:
+        now = self.clock.now()
+        return now, now.timestamp()
+
+    # -- containers ------------------------------------------------------------------------------
+
+    async def create_container_with(self, name: str, *, metadata: Mapping[str, str],
+                                    public_access: str | None) -> ContainerProperties:
+        check_container_name(name)
+        meta = check_metadata(metadata)
+        _check_public_access(public_access)
+        now_dt, now = self._now()
+
+        def run(conn: sqlite3.Connection) -> ContainerProperties:
+            if conn.execute("INSERT OR IGNORE INTO containers(name, versioning, created) VALUES (?, 0, ?)",
+                            (name, now)).rowcount == 0:
+                raise ContainerAlreadyExists(f"container '{name}' already exists")
+            conn.execute("DELETE FROM container_props WHERE name = ?", (name,))
+            save_container(conn, name, {"etag": new_etag(conn, now_dt), "last_modified": now,
+                                        "metadata": json.dumps(meta), "public_access": public_access})
+            return self._container(conn, name, now)
+
+        return await self._db.write(run)
+
+    def _container(self, conn: sqlite3.Connection, name: str, now: float) -> ContainerProperties:
+        row = container_row(conn, name)
+        if row is None:
+            raise ContainerNotFound(f"container '{name}' does not exist")
+        return container_properties(row, now)
+
+    def _container_write(self, conn: sqlite3.Connection, name: str, lease_id: str | None, now: float) -> Lease:
+        row = container_row(conn, name)
+        if row is None:
+            raise ContainerNotFound(f"container '{name}' does not exist")
+        try:
+            return leases.check_write(container_lease(row), lease_id, now)
+        except StorageError as exc:
+            raise _container_code(exc) from None
+
+    async def get_container_properties(self, name: str, *, lease_id: str | None = None) -> ContainerProperties:
+        _, now = self._now()
+
+        def run(conn: sqlite3.Connection) -> ContainerProperties:
+            props = self._container(conn, name, now)
+            if lease_id is not None and props.lease_state in ("leased", "breaking"):
+                current = container_lease(container_row(conn, name))  # type: ignore[arg-type]
+                if current.lease_id != leases.canonical_lease_id(lease_id):
+                    raise PreconditionFailed("the lease id does not match", code="LeaseIdMismatchWithContainerOperation")
+            return props
+
+        return await self._db.read(run)
+
+    async def set_container_metadata(self, name: str, metadata: Mapping[str, str], *,
+                                     lease_id: str | None = None) -> ContainerProperties:
+        meta = check_metadata(metadata)
+        return await self._update_container(name, lease_id, lambda conn, now_dt: {
+            "metadata": json.dumps(meta), "etag": new_etag(conn, now_dt)})
+
+    async def get_container_acl(self, name: str, *, lease_id: str | None = None
+                                ) -> tuple[ContainerProperties, list[SignedIdentifier]]:
+        props = await self.get_container_properties(name, lease_id=lease_id)
+        row = await self._db.read(lambda c: container_row(c, name))
+        items = json.loads(row["acl"] or "[]") if row is not None else []
+        return props, [SignedIdentifier(**item) for item in items]
+
+    async def set_container_acl(self, name: str, public_access: str | None, identifiers: Sequence[SignedIdentifier],
+                                *, lease_id: str | None = None) -> ContainerProperties:
+        _check_public_access(public_access)
+        if len(identifiers) > 5:
+            raise InvalidInput("a container has at most 5 stored access policies", code="InvalidXmlDocument")
+        acl = json.dumps([vars(i) for i in identifiers])
+        return await self._update_container(name, lease_id, lambda conn, now_dt: {
+            "public_access": public_access, "acl": acl, "etag": new_etag(conn, now_dt)})
+
+    async def _update_container(self, name: str, lease_id: str | None, values: Any) -> ContainerProperties:
+        now_dt, now = self._now()
+
+        def run(conn: sqlite3.Connection) -> ContainerProperties:
+            self._container_write(conn, name, lease_id, now)
+            save_container(conn, name, {**values(conn, now_dt), "last_modified": now})
+            return self._container(conn, name, now)
+
+        return await self._db.write(run)
+
+    async def delete_container_with(self, name: str, *, lease_id: str | None = None) -> None:
+        _, now = self._now()
+        await self._db.write(lambda conn: self._container_write(conn, name, lease_id, now))
+        await self.delete_container(name)
+
+    async def delete_container(self, name: str) -> None:
+        await super().delete_container(name)
+
+        def forget(conn: sqlite3.Connection) -> None:
+            ids = [r[0] for r in conn.execute("SELECT content_id FROM staged_blocks WHERE container = ?", (name,))]
+            conn.executemany("DELETE FROM chunks WHERE content_id = ?", [(i,) for i in ids])
+            for table in ("staged_blocks", "committed_blocks"):
+                conn.execute(f"DELETE FROM {table} WHERE container = ?", (name,))
+            conn.execute("DELETE FROM container_props WHERE name = ?", (name,))
+
+        await self._db.write(forget)
+
+    async def list_container_properties(self, prefix: str, marker: str, max_results: int
+                                        ) -> tuple[list[ContainerProperties], str | None]:
+        _, now = self._now()
+        start = max(prefix, marker)
+
+        def run(conn: sqlite3.Connection) -> tuple[list[ContainerProperties], str | None]:
+            names = [r[0] for r in conn.execute(
+                "SELECT name FROM containers WHERE name >= ? AND substr(name, 1, ?) = ? ORDER BY name LIMIT ?",
+                (start, len(prefix), prefix, max_results + 1))]
+            items = [self._container(conn, n, now) for n in names[:max_results]]
+            return items, names[max_results] if len(names) > max_results else None
+
+        return await self._db.read(run)
+
+    async def container_lease(self, name: str, action: str, *, lease_id: str | None = None,
+                              proposed_id: str | None = None, duration: int | None = None,
+                              break_period: int | None = None) -> tuple[ContainerProperties, str | None, int]:
+        _, now = self._now()
+
+        def run(conn: sqlite3.Connection) -> tuple[ContainerProperties, str | None, int]:
+            row = container_row(conn, name)
+            if row is None:
+                raise ContainerNotFound(f"container '{name}' does not exist")
+            new, remaining = lease_action(container_lease(row), action, lease_id, proposed_id, duration,
+                                          break_period, now)
+            save_container(conn, name, {"lease_state": new.state, "lease_id": new.lease_id,
+                                        "lease_duration": new.duration, "lease_expires": new.expires,
+                                        "lease_break_at": new.break_at})
+            return self._container(conn, name, now), new.lease_id, remaining
+
+        return await self._db.write(run)
+
+    # -- blob writes -----------------------------------------------------------------------------
+
+    async def upload_blob(self, container: str, name: str, data: bytes, *, content_type: str | None = None,
+                          metadata: Mapping[str, str] | None = None, overwrite: bool = True,
+                          if_match: str | None = None, lease_id: str | None = None) -> BlobProperties:
+        write = Write(if_match=if_match, if_none_match=None if overwrite else "*", lease_id=lease_id)
+        return await self.put_blob(container, name, data, blob_type="BlockBlob",
+                                   headers=HttpHeaders(content_type=content_type), metadata=metadata or {}, write=write)
+
+    async def put_blob(self, container: str, name: str, data: bytes, *, blob_type: str, headers: HttpHeaders,
+                       metadata: Mapping[str, str], write: Write) -> BlobProperties:
+        check_blob_name(name)
+        meta = check_metadata(metadata)
+        if blob_type not in ("BlockBlob", "AppendBlob"):
+            raise InvalidInput(f"blob type '{blob_type}' is not supported", code="InvalidHeaderValue")
+        data = bytes(data)
+        md5 = headers.content_md5 or (hashlib.md5(data).digest() if blob_type == "BlockBlob" else None)
+        now_dt, now = self._now()
+
+        def run(conn: sqlite3.Connection) -> tuple[BlobProperties, Any]:
+            versioning = container_versioning(conn, container)
+            old = blob_row(conn, container, name)
+            check_write(old, write, create=True)
+            lease = leases.check_write(lease_of(old) if old else Lease(), write.lease_id, now)
+            content_id, size = blocks.write_content(conn, [data])
+            values = self._values(conn, content_id, size, headers, md5, meta, now_dt, old, versioning)
+            values["props"] = props_json(headers, blob_type, 0 if blob_type == "AppendBlob" else None)
+            return self._commit(conn, container, name, values, lease, old, "PutBlob", now)
+
+        props, change = await self._db.write(run)
+        self._publish(change)
+        return props  # type: ignore[no-any-return]
+
+    def _values(self, conn: sqlite3.Connection, content_id: int, size: int, headers: HttpHeaders,
+                md5: bytes | None, meta: Mapping[str, str], now_dt: Any, old: sqlite3.Row | None,
+                versioning: bool) -> dict[str, Any]:
+        return {"content_id": content_id, "size": size, "etag": new_etag(conn, now_dt),
+                "content_type": headers.content_type or DEFAULT_CONTENT_TYPE, "content_md5": md5,
+                "last_modified": now_dt.timestamp(), "creation_time": old["creation_time"] if old else now_dt.timestamp(),
+                "metadata": json.dumps(dict(meta)), "version_id": new_version_id(conn, now_dt) if versioning else None}
+
+    def _commit(self, conn: sqlite3.Connection, container: str, name: str, values: dict[str, Any], lease: Lease,
+                old: sqlite3.Row | None, api: str, now: float, committed: Sequence[blocks.Block] = ()) -> Any:
+        store(conn, container, name, values, lease)
+        if old is not None and old["content_id"] != values["content_id"]:
+            collect(conn, old["content_id"])
+        drop_blob_blocks(conn, container, name)
+        if committed:
+            blocks.record_committed(conn, container, name, committed)
+        props = full_properties(blob_row(conn, container, name), lease.effective(now))  # type: ignore[arg-type]
+        return props, self._journal(conn, "BlobCreated", api, props)
+
+    async def stage_block(self, container: str, name: str, block_id: str, data: bytes, *,
+                          lease_id: str | None = None) -> None:
+        check_blob_name(name)
+        blocks.check_block_id(block_id)
+        _, now = self._now()
+
+        def run(conn: sqlite3.Connection) -> None:
+            container_versioning(conn, container)
+            old = blob_row(conn, container, name)
+            if old is not None:
+                leases.check_write(lease_of(old), lease_id, now)
+            if conn.execute("SELECT count(*) FROM staged_blocks WHERE container = ? AND name = ?",
+                            (container, name)).fetchone()[0] >= 100_000:
+                raise ResourceConflict("a blob has at most 100,000 uncommitted blocks", code="BlockCountExceedsLimit")
+            blocks.stage(conn, container, name, block_id, bytes(data))
+
+        await self._db.write(run)
+
+    async def commit_blocks(self, container: str, name: str, wanted: Sequence[tuple[str, str]], *,
+                            headers: HttpHeaders, metadata: Mapping[str, str], write: Write) -> BlobProperties:
+        check_blob_name(name)
+        meta = check_metadata(metadata)
+        now_dt, now = self._now()
+
+        def run(conn: sqlite3.Connection) -> tuple[BlobProperties, Any]:
+            versioning = container_versioning(conn, container)
+            old = blob_row(conn, container, name)
+            check_write(old, write, create=True)
+            lease = leases.check_write(lease_of(old) if old else Lease(), write.lease_id, now)
+            content_id, size, committed = blocks.assemble(conn, container, name, wanted,
+                                                          old["content_id"] if old else None)
+            values = self._values(conn, content_id, size, headers, headers.content_md5, meta, now_dt, old, versioning)
+            values["props"] = props_json(headers, "BlockBlob")
+            return self._commit(conn, container, name, values, lease, old, "PutBlockList", now, committed)
+
+        props, change = await self._db.write(run)
+        self._publish(change)
+        return props  # type: ignore[no-any-return]
+
+    async def get_block_list(self, container: str, name: str, *, lease_id: str | None = None) -> BlockList:
+        _, now = self._now()
+
+        def run(conn: sqlite3.Connection) -> BlockList:
+            container_versioning(conn, container)
+            row = blob_row(conn, container, name)
+            staged = blocks.staged_list(conn, container, name)
+            if row is None and not staged:
+                raise BlobNotFound(f"blob '{container}/{name}' does not exist")
+            props = full_properties(row, lease_of(row).effective(now)) if row is not None else None
+            return BlockList(blocks.committed_list(conn, container, name), staged, props)
+
+        return await self._db.read(run)
+
+    async def append_block(self, container: str, name: str, data: bytes, *, write: Write,
+                           append_position: int | None = None, max_size: int | None = None
+                           ) -> tuple[BlobProperties, int]:
+        now_dt, now = self._now()
+        data = bytes(data)
+
+        def run(conn: sqlite3.Connection) -> tuple[BlobProperties, int]:
+            container_versioning(conn, container)
+            old = existing(conn, container, name)
+            current = full_properties(old)
+            if current.blob_type != "AppendBlob":
+                raise ResourceConflict("the blob type is invalid for this operation", code="InvalidBlobType")
+            check_write(old, write, create=False)
+            lease = leases.check_write(lease_of(old), write.lease_id, now)
+            size = old["size"]
+            if append_position is not None and append_position != size:
+                raise PreconditionFailed("the append position condition is not met",
+                                         code="AppendPositionConditionNotMet")
+            if max_size is not None and size + len(data) > max_size:
+                raise PreconditionFailed("the max blob size condition is not met", code="MaxBlobSizeConditionNotMet")
+            count = (current.committed_block_count or 0) + 1
+            if count > MAX_BLOCKS:
+                raise ResourceConflict("an append blob has at most 50,000 blocks", code="BlockCountExceedsLimit")
+            content_id = old["content_id"]
+            if blocks.shared(conn, content_id):  # a copy shares content: give this blob its own first
+                content_id, _ = blocks.write_content(conn, blocks._read_all(conn, [("", content_id, 0, size)]))
+            blocks.append(conn, content_id, size, data)
+            values = {k: old[k] for k in ("content_md5", "creation_time", "metadata", "version_id", "content_type")}
+            values.update(content_id=content_id, size=size + len(data), etag=new_etag(conn, now_dt), last_modified=now,
+                          props=props_json(headers_of(current), "AppendBlob", count))
+            store(conn, container, name, values, lease)
+            return full_properties(blob_row(conn, container, name), lease.effective(now)), size  # type: ignore[arg-type]
+
+        return await self._db.write(run)
+
+    async def set_http_headers(self, container: str, name: str, headers: HttpHeaders, *,
+                               write: Write) -> BlobProperties:
+        def change(current: BlobProperties, values: dict[str, Any]) -> None:
+            values.update(content_type=headers.content_type or DEFAULT_CONTENT_TYPE, content_md5=headers.content_md5,
+                          props=props_json(headers, current.blob_type, current.committed_block_count))
+
+        return await self._update_blob(container, name, write, change)
+
+    async def set_metadata(self, container: str, name: str, metadata: Mapping[str, str], *,
+                           write: Write) -> BlobProperties:
+        meta = json.dumps(check_metadata(metadata))
+        return await self._update_blob(container, name, write, lambda current, values: values.update(metadata=meta))
+
+    async def set_blob_metadata(self, container: str, name: str, metadata: Mapping[str, str]) -> BlobProperties:
+        return await self.set_metadata(container, name, metadata, write=Write())
+
+    async def _update_blob(self, container: str, name: str, write: Write, change: Any) -> BlobProperties:
+        now_dt, now = self._now()
+
+        def run(conn: sqlite3.Connection) -> BlobProperties:
+            versioning = container_versioning(conn, container)
+            old = existing(conn, container, name)
+            check_write(old, write, create=False)
+            lease = leases.check_write(lease_of(old), write.lease_id, now)
+            values = {k: old[k] for k in ("content_id", "size", "content_type", "content_md5", "creation_time",
+                                          "metadata", "props")}
+            change(full_properties(old), values)
+            values.update(etag=new_etag(conn, now_dt), last_modified=now,
+                          version_id=new_version_id(conn, now_dt) if versioning else None)
+            store(conn, container, name, values, lease)
+            return full_properties(blob_row(conn, container, name), lease.effective(now))  # type: ignore[arg-type]
+
+        return await self._db.write(run)
+
+    async def copy_blob(self, source_container: str, source_name: str, container: str, name: str, *,
+                        metadata: Mapping[str, str] | None, write: Write) -> BlobProperties:
+        check_blob_name(name)
+        meta = check_metadata(metadata) if metadata else None
+        now_dt, now = self._now()
+
+        def run(conn: sqlite3.Connection) -> tuple[BlobProperties, Any]:
+            container_versioning(conn, source_container)
+            source = existing(conn, source_container, source_name)
+            versioning = container_versioning(conn, container)
+            old = blob_row(conn, container, name)
+            check_write(old, write, create=True)
+            lease = leases.check_write(lease_of(old) if old else Lease(), write.lease_id, now)
+            values = {k: source[k] for k in ("content_id", "size", "content_type", "content_md5", "props")}
+            values.update(etag=new_etag(conn, now_dt), last_modified=now,
+                          creation_time=old["creation_time"] if old else now,
+                          metadata=json.dumps(meta) if meta is not None else source["metadata"],
+                          version_id=new_version_id(conn, now_dt) if versioning else None)
+            committed = blocks.committed_list(conn, source_container, source_name)
+            return self._commit(conn, container, name, values, lease, old, "CopyBlob", now, committed)
+
+        props, change = await self._db.write(run)
+        self._publish(change)
+        return props  # type: ignore[no-any-return]
+
+    async def delete_blob(self, container: str, name: str, *, if_match: str | None = None,
+                          lease_id: str | None = None) -> None:
+        await self.delete_blob_with(container, name, write=Write(if_match=if_match, lease_id=lease_id))
+
+    async def delete_blob_with(self, container: str, name: str, *, write: Write) -> None:
+        _, now = self._now()
+
+        def run(conn: sqlite3.Connection) -> Any:
+            container_versioning(conn, container)
+            old = existing(conn, container, name)
+            check_write(old, write, create=False)
+            leases.check_write(lease_of(old), write.lease_id, now)
+            conn.execute("DELETE FROM blobs WHERE container = ? AND name = ?", (container, name))
+            collect(conn, old["content_id"])
+            drop_blob_blocks(conn, container, name)
+            return self._journal(conn, "BlobDeleted", "DeleteBlob", None, container, name)
+
+        self._publish(await self._db.write(run))
+
+    async def blob_lease(self, container: str, name: str, action: str, *, lease_id: str | None = None,
+                         proposed_id: str | None = None, duration: int | None = None,
+                         break_period: int | None = None) -> tuple[BlobProperties, str | None, int]:
+        _, now = self._now()
+
+        def run(conn: sqlite3.Connection) -> tuple[BlobProperties, str | None, int]:
+            container_versioning(conn, container)
+            row = existing(conn, container, name)
+            new, remaining = lease_action(lease_of(row), action, lease_id, proposed_id, duration, break_period, now)
+            set_lease_columns(conn, container, name, new)
+            props = full_properties(blob_row(conn, container, name), new.effective(now))  # type: ignore[arg-type]
+            return props, new.lease_id, remaining
+
+        return await self._db.write(run)
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    async def get_blob_properties(self, container: str, name: str, *,
+                                  version_id: str | None = None) -> BlobProperties:
+        return await self._db.read(blob_listing.reader(container, name, version_id, self.clock))
+
+    async def download_blob(self, container: str, name: str, *, offset: int = 0, length: int | None = None,
+                            version_id: str | None = None, if_match: str | None = None
+                            ) -> tuple[bytes, BlobProperties]:
+        data, _ = await super().download_blob(container, name, offset=offset, length=length,
+                                              version_id=version_id, if_match=if_match)
+        props = await self.get_blob_properties(container, name, version_id=version_id)
+        return data, props
+
+    async def list_blobs_page(self, container: str, *, prefix: str, delimiter: str, marker: str,
+                              max_results: int) -> ListedPage:
+        _, now = self._now()
+        return await self._db.read(blob_listing.lister(container, prefix, delimiter, marker, max_results, now))
+
+
+def lease_action(current: Lease, action: str, lease_id: str | None, proposed_id: str | None,
+                 duration: int | None, break_period: int | None, now: float) -> tuple[Lease, int]:
+    """One Lease Blob / Lease Container action on the state machine of blob_leases."""
+    if action == "acquire":
+        return leases.acquire(current, duration if duration is not None else -1, proposed_id, now), 0
+    if action == "break":
+        return leases.break_(current, break_period, now)
+    if not lease_id:
+        raise InvalidInput("x-ms-lease-id is required", code="MissingRequiredHeader")
+    if action == "renew":
+        return leases.renew(current, lease_id, now), 0
+    if action == "release":
+        return leases.release(current, lease_id, now), 0
+    if action == "change":
+        if not proposed_id:
+            raise InvalidInput("x-ms-proposed-lease-id is required", code="MissingRequiredHeader")
+        effective = current.effective(now)
+        ids = {leases.canonical_lease_id(lease_id), leases.canonical_lease_id(proposed_id)}
+        if effective.state != "leased":
+            raise leases._conflict("LeaseNotPresentWithLeaseOperation", "there is currently no lease")
+        if effective.lease_id not in ids:
+            raise leases._conflict("LeaseIdMismatchWithLeaseOperation", "the lease id does not match")
+        return Lease("leased", leases.canonical_lease_id(proposed_id), current.duration, current.expires), 0
+    raise InvalidInput(f"unknown lease action {action!r}", code="InvalidHeaderValue")
+
+
+def _check_public_access(level: str | None) -> None:
+    if level is not None and level not in PUBLIC_ACCESS_LEVELS:
+        raise InvalidInput(f"x-ms-blob-public-access must be 'container' or 'blob', not {level!r}",
+                           code="InvalidHeaderValue")

@@ -1,0 +1,168 @@
+"""The ASGI frame shared by the three services: parse, route, authorize, read, handle, answer.
+
+Each service supplies `route(request) -> Operation`; everything else is common. No input reaches
+a 500: routing, authorization, body size and the handlers answer with Azure's codes, and an
+unexpected exception (a bug) is logged with the request id and answered `InternalError`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from funchost.clock import Clock
+from funchost.errors import StorageError
+from funchost.storage_endpoints.accounts import Accounts
+from funchost.storage_endpoints.auth import PublicAccess, account_of, authorize
+from funchost.storage_endpoints.errors import ApiError, from_storage_error, json_error, xml_error
+from funchost.storage_endpoints.sas import Access, PolicyLookup, Scope
+from funchost.storage_endpoints.wire import (
+    Receive,
+    Response,
+    Scope as AsgiScope,
+    Send,
+    StorageRequest,
+    build_request,
+    read_body,
+    send_response,
+)
+
+if TYPE_CHECKING:
+    from funchost.storage.blob_api import BlobApi
+    from funchost.storage.queues import QueueService
+    from funchost.storage.tables import TableService
+
+log = logging.getLogger("funchost.storage.endpoints")
+
+IDENTITY_PATH = "/_funchost/identity"  # not an account name: names are 3-24 lower-case letters and digits
+DEFAULT_BODY_LIMIT = 4 * 1024 * 1024
+
+
+class AccountStorage(Protocol):
+    """The embedded storage of every account, and the host's in-process wake-ups."""
+
+    def queues(self, account: str) -> QueueService: ...
+
+    def blobs(self, account: str) -> BlobApi: ...
+
+    def tables(self, account: str) -> TableService: ...
+
+    def queue_written(self, account: str, queue: str) -> None:
+        """A message was put or made visible: wake this host's listeners of that queue now."""
+
+
+Handler = Callable[[StorageRequest], Awaitable[Response]]
+
+
+@dataclass
+class Operation:
+    name: str
+    handler: Handler
+    access: Access
+    scope: Scope = field(default_factory=Scope)
+    body_limit: int = DEFAULT_BODY_LIMIT
+    public_access: PublicAccess | None = None
+    policy: PolicyLookup | None = None
+
+
+class StorageApp:
+    service = ""
+
+    def __init__(self, storage: AccountStorage, accounts: Accounts, clock: Clock, identity: str) -> None:
+        self.storage = storage
+        self.accounts = accounts
+        self.clock = clock
+        self.identity = identity
+
+    def route(self, request: StorageRequest) -> Operation:
+        raise NotImplementedError
+
+    def error_response(self, error: ApiError, request: StorageRequest | None) -> Response:
+        return xml_error(error, request)
+
+    async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        if scope.get("path") == IDENTITY_PATH:
+            body = json.dumps({"service": self.service, "data": self.identity}).encode()
+            await send_response(send, None, Response(200, body, content_type="application/json"))
+            return
+        request: StorageRequest | None = None
+        head = scope.get("method") == "HEAD"
+        try:
+            request = build_request(scope)
+            response = await self._handle(request, receive)
+        except ApiError as exc:
+            response = self.error_response(exc, request)
+        except StorageError as exc:
+            response = self.error_response(from_storage_error(exc), request)
+        except Exception:  # a bug: answered as the service answers its own failures, and logged
+            log.exception("storage endpoint failed (%s %s, request id %s)", scope.get("method"),
+                          self.service, request.request_id if request else "-")
+            response = self.error_response(ApiError(500, "InternalError"), request)
+        await send_response(send, request, response, head=head)
+
+    async def _handle(self, request: StorageRequest, receive: Receive) -> Response:
+        account = account_of(request, self.accounts)
+        operation = self.route(request)
+        await authorize(request, account, self.service, operation.access, operation.scope, self.clock.now(),
+                        public_access=operation.public_access, policy=operation.policy)
+        _check_declared_length(request, operation.body_limit)
+        body = await read_body(receive, operation.body_limit)
+        if body is None:
+            raise ApiError(413, "RequestBodyTooLarge", None, {"MaxLimit": str(operation.body_limit)})
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.strip().isdigit() and int(declared) != len(body):
+            raise ApiError(400, "InvalidInput", "The request body is shorter than its Content-Length.")
+        request.body = body
+        return await operation.handler(request)
+
+
+def _check_declared_length(request: StorageRequest, limit: int) -> None:
+    declared = request.headers.get("content-length")
+    if declared is None:
+        return
+    if not declared.strip().isdigit():
+        raise ApiError(400, "InvalidHeaderValue", None, {"HeaderName": "Content-Length", "HeaderValue": declared})
+    if int(declared) > limit:
+        raise ApiError(413, "RequestBodyTooLarge", None, {"MaxLimit": str(limit)})
+
+
+def integer(request: StorageRequest, name: str, default: int | None, low: int, high: int) -> int | None:
+    """A numeric query parameter: 400 InvalidQueryParameterValue if not a number, OutOfRange... if outside."""
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError(400, "InvalidQueryParameterValue", None,
+                       {"QueryParameterName": name, "QueryParameterValue": raw}) from None
+    if not low <= value <= high:
+        raise ApiError(400, "OutOfRangeQueryParameterValue", None,
+                       {"QueryParameterName": name, "QueryParameterValue": raw, "MinimumAllowed": str(low),
+                        "MaximumAllowed": str(high)})
+    return value
+
+
+def metadata_from(request: StorageRequest) -> dict[str, str]:
+    """`x-ms-meta-*` headers; names keep the case the client sent them in."""
+    names = {n.lower(): n for n in request.meta_names}
+    result = {}
+    for name, value in request.headers.items():
+        if name.startswith("x-ms-meta-"):
+            key = name[10:]
+            result[names.get(key, key)] = value
+    return result
+
+
+def unknown_operation(request: StorageRequest) -> ApiError:
+    comp = request.query.get("comp")
+    if comp is not None:
+        return ApiError(400, "InvalidQueryParameterValue", None,
+                        {"QueryParameterName": "comp", "QueryParameterValue": comp,
+                         "Reason": "This operation is not supported on this resource."})
+    return ApiError(405, "UnsupportedHttpVerb", None, {"Verb": request.method})
