@@ -41,7 +41,7 @@ log = logging.getLogger("funchost.host")
 
 DEFAULT_PORT = 7071
 # Host-wide services started with every host, whatever functions the app has.
-HOST_SERVICES = ("funchost.eventgrid.service",)
+HOST_SERVICES = ("funchost.eventgrid.service", "funchost.storage_endpoints.service")
 
 
 @dataclass

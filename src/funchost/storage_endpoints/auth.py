@@ -39,7 +39,7 @@ async def authorize(request: StorageRequest, account: Account, service: str, acc
         _check_shared_key(request, account, service, header)
         return
     if sas.is_sas(request.query):
-        sas.verify(request, account, service, access, scope, now, policy)
+        await sas.verify(request, account, service, access, scope, now, policy)
         return
     if public_access is not None and access.permissions in ("r", "l", "rl"):
         level = await public_access()

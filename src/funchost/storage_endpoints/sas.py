@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -53,7 +53,7 @@ class StoredPolicy:
     permission: str = ""
 
 
-PolicyLookup = Callable[[str], StoredPolicy | None]
+PolicyLookup = Callable[[str], Awaitable[StoredPolicy | None]]
 
 
 def is_sas(query: Mapping[str, str]) -> bool:
@@ -99,7 +99,7 @@ def _signature_ok(account: Account, strings: list[str], signature: str) -> bool:
     return False
 
 
-def verify(request: StorageRequest, account: Account, service: str, access: Access, scope: Scope,
+async def verify(request: StorageRequest, account: Account, service: str, access: Access, scope: Scope,
            now: datetime, policy: PolicyLookup | None = None) -> None:
     """Raise ApiError (403) unless the SAS in the query allows this request."""
     q = request.query
@@ -112,7 +112,7 @@ def verify(request: StorageRequest, account: Account, service: str, access: Acce
         raise _auth_failed("Signature did not match. String to sign used was not accepted.")
     permissions, start, expiry = q.get("sp", ""), q.get("st", ""), q.get("se", "")
     if not account_sas and q.get("si"):
-        stored = policy(q["si"]) if policy is not None else None
+        stored = await policy(q["si"]) if policy is not None else None
         if stored is None:
             raise _auth_failed(f"Signed identifier '{q['si']}' was not found.")
         permissions, start, expiry = permissions or stored.permission, start or stored.start, expiry or stored.expiry

@@ -143,7 +143,7 @@ async def send_response(send: Send, request: StorageRequest | None, response: Re
         headers.append((b"content-type", response.content_type.encode()))
     if response.status in NO_BODY:
         body = b""
-    elif not any(name == "content-length" for name, _ in response.headers):
+    elif not any(name.lower() == "content-length" for name, _ in response.headers):
         headers.append((b"content-length", str(len(body)).encode()))
     await send({"type": "http.response.start", "status": response.status, "headers": headers})
     await send({"type": "http.response.body", "body": b"" if head else body})

@@ -1,0 +1,179 @@
+"""Routing of the Blob service REST API (https://learn.microsoft.com/rest/api/storageservices/blob-service-rest-api).
+
+    GET  /?comp=list                             List Containers
+    GET  /?restype=service&comp=properties       Get Blob Service Properties (the defaults)
+    GET  /?restype=account&comp=properties       Get Account Information (also on a container or blob)
+    PUT|GET|HEAD|DELETE /c?restype=container     Create / Get Properties / Delete Container
+    PUT  /c?restype=container&comp=metadata      Set Container Metadata (GET/HEAD: Get Container Metadata)
+    GET|PUT /c?restype=container&comp=acl        Get / Set Container ACL (public access, stored policies)
+    PUT  /c?restype=container&comp=lease         Lease Container
+    GET  /c?restype=container&comp=list          List Blobs (prefix, delimiter, marker, maxresults, include=metadata)
+    PUT  /c/b                                    Put Blob (BlockBlob, empty AppendBlob) or Copy Blob (x-ms-copy-source)
+    GET|HEAD /c/b                                Get Blob (Range / x-ms-range) / Get Blob Properties
+    DELETE /c/b                                  Delete Blob
+    PUT  /c/b?comp=properties|metadata|lease     Set Blob Properties / Set Blob Metadata / Lease Blob
+    GET|HEAD /c/b?comp=metadata                  Get Blob Metadata
+    PUT  /c/b?comp=block|blocklist|appendblock   Put Block / Put Block List / Append Block
+    GET  /c/b?comp=blocklist                     Get Block List
+
+Everything else the service has (snapshots, page blobs, tiers, tags, batch, soft delete, static
+website, user delegation keys, ...) answers 501 NotImplemented, never a crash.
+"""
+
+from __future__ import annotations
+
+from funchost.errors import ContainerNotFound
+from funchost.storage_endpoints.app import Handler, Operation, StorageApp, unknown_operation
+from funchost.storage_endpoints.blob.blobs import Blobs
+from funchost.storage_endpoints.blob.containers import Containers, service_properties_xml, xml_response
+from funchost.storage_endpoints.errors import ApiError, not_supported
+from funchost.storage_endpoints.sas import Access, Scope, StoredPolicy
+from funchost.storage_endpoints.wire import Response, StorageRequest
+
+BLOB_BODY_LIMIT = 256 * 1024 * 1024  # what the SDKs send in one request (JavaScript's single-shot maximum)
+NOT_SUPPORTED_COMPS = {"snapshot": "blob snapshots", "tier": "access tiers", "tags": "blob index tags",
+                       "page": "page blobs", "pagelist": "page blobs", "incrementalcopy": "incremental copy",
+                       "undelete": "soft delete", "query": "Query Blob Contents", "expiry": "blob expiry",
+                       "immutabilitypolicies": "immutability policies", "legalhold": "legal holds",
+                       "seal": "sealing append blobs", "batch": "Blob Batch", "copy": "Abort Copy Blob",
+                       "rename": "renaming containers", "blobs": "Find Blobs by Tags",
+                       "userdelegationkey": "user delegation keys", "stats": "service stats"}
+
+
+class BlobApp(StorageApp):
+    service = "blob"
+
+    def route(self, request: StorageRequest) -> Operation:
+        blobs = self.storage.blobs(request.account)
+        method, comp, restype = request.method, request.query.get("comp"), request.query.get("restype")
+        if comp in NOT_SUPPORTED_COMPS:
+            raise not_supported(NOT_SUPPORTED_COMPS[comp])
+        if restype == "account" and comp == "properties" and method in ("GET", "HEAD"):
+            return Operation("GetAccountInformation", _account_information, Access("s", "rwdlacup"))
+        container, _, name = request.resource.partition("/")
+        if not container:
+            return self._service_route(request, method, comp, restype, blobs)
+        if name:
+            return self._blob_route(request, method, comp, container, name, blobs)
+        if container == "$root" or restype != "container":
+            raise ApiError(400, "InvalidQueryParameterValue", "The blob name is missing, or restype=container is "
+                           "missing for a container operation.", {"QueryParameterName": "restype"})
+        return self._container_route(request, method, comp, container, blobs)
+
+    def _service_route(self, request: StorageRequest, method: str, comp: str | None, restype: str | None,
+                       blobs: object) -> Operation:
+        handlers = Containers(self.storage.blobs(request.account))
+        if method == "GET" and comp == "list":
+            return Operation("ListContainers", handlers.list_containers, Access("s", "l"))
+        if comp == "properties" and restype == "service":
+            if method == "GET":
+                return Operation("GetBlobServiceProperties", _service_properties, Access("s", "r"))
+            raise not_supported("Set Blob Service Properties")
+        raise unknown_operation(request)
+
+    def _container_route(self, request: StorageRequest, method: str, comp: str | None, container: str,
+                         blobs: object) -> Operation:
+        api = self.storage.blobs(request.account)
+        handlers = Containers(api)
+        scope = Scope(container=container)
+
+        async def public_access() -> str | None:
+            try:
+                return (await api.get_container_properties(container)).public_access
+            except ContainerNotFound:
+                return None
+
+        async def policy(identifier: str) -> StoredPolicy | None:
+            _, identifiers = await api.get_container_acl(container)
+            found = next((i for i in identifiers if i.id == identifier), None)
+            return StoredPolicy(found.start, found.expiry, found.permission) if found else None
+
+        def op(name: str, handler: Handler, access: Access, public: bool = False, limit: int = 4 * 1024 * 1024
+               ) -> Operation:
+            return Operation(name, handler, access, scope, limit, public_access if public else None, policy)
+
+        if comp is None:
+            if method == "PUT":
+                return op("CreateContainer", handlers.create, Access("c", "cw"))
+            if method in ("GET", "HEAD"):
+                return op("GetContainerProperties", handlers.properties, Access("c", "r"), public=True)
+            if method == "DELETE":
+                return op("DeleteContainer", handlers.delete, Access("c", "d"))
+        elif comp == "metadata":
+            if method == "PUT":
+                return op("SetContainerMetadata", handlers.set_metadata, Access("c", "w"))
+            if method in ("GET", "HEAD"):
+                return op("GetContainerMetadata", handlers.properties, Access("c", "r"), public=True)
+        elif comp == "acl":
+            if method in ("GET", "HEAD"):
+                return op("GetContainerACL", handlers.get_acl, Access("c", "r"))
+            if method == "PUT":
+                return op("SetContainerACL", handlers.set_acl, Access("c", "w"), limit=64 * 1024)
+        elif comp == "lease" and method == "PUT":
+            return op("LeaseContainer", handlers.lease, Access("c", "wd"))
+        elif comp == "list" and method == "GET":
+            return op("ListBlobs", handlers.list_blobs, Access("c", "l"), public=True)
+        raise unknown_operation(request)
+
+    def _blob_route(self, request: StorageRequest, method: str, comp: str | None, container: str, name: str,
+                    blobs: object) -> Operation:
+        api = self.storage.blobs(request.account)
+        handlers = Blobs(api)
+        scope = Scope(container=container, blob=name)
+
+        async def public_access() -> str | None:
+            try:
+                return (await api.get_container_properties(container)).public_access
+            except ContainerNotFound:
+                return None
+
+        async def policy(identifier: str) -> StoredPolicy | None:
+            _, identifiers = await api.get_container_acl(container)
+            found = next((i for i in identifiers if i.id == identifier), None)
+            return StoredPolicy(found.start, found.expiry, found.permission) if found else None
+
+        def op(op_name: str, handler: Handler, access: Access, public: bool = False,
+               limit: int = 4 * 1024 * 1024) -> Operation:
+            return Operation(op_name, handler, access, scope, limit, public_access if public else None, policy)
+
+        async def head(request: StorageRequest) -> Response:
+            return await handlers.get(request, head=True)
+
+        if comp is None:
+            if method == "GET":
+                return op("GetBlob", handlers.get, Access("o", "r"), public=True)
+            if method == "HEAD":
+                return op("GetBlobProperties", head, Access("o", "r"), public=True)
+            if method == "PUT":
+                access = Access("o", "wc") if "x-ms-copy-source" not in request.headers else Access("o", "w")
+                return op("PutBlob", handlers.put, access, limit=BLOB_BODY_LIMIT)
+            if method == "DELETE":
+                return op("DeleteBlob", handlers.delete, Access("o", "d"))
+        elif comp == "metadata":
+            if method == "PUT":
+                return op("SetBlobMetadata", handlers.set_metadata, Access("o", "w"))
+            if method in ("GET", "HEAD"):
+                return op("GetBlobMetadata", handlers.get_metadata, Access("o", "r"), public=True)
+        elif comp == "properties" and method == "PUT":
+            return op("SetBlobProperties", handlers.set_properties, Access("o", "w"))
+        elif comp == "lease" and method == "PUT":
+            return op("LeaseBlob", handlers.lease, Access("o", "wd"))
+        elif comp == "block" and method == "PUT":
+            return op("PutBlock", handlers.put_block, Access("o", "wc"), limit=BLOB_BODY_LIMIT)
+        elif comp == "blocklist":
+            if method == "PUT":
+                return op("PutBlockList", handlers.put_block_list, Access("o", "wc"))
+            if method == "GET":
+                return op("GetBlockList", handlers.get_block_list, Access("o", "r"))
+        elif comp == "appendblock" and method == "PUT":
+            return op("AppendBlock", handlers.append_block, Access("o", "aw"), limit=BLOB_BODY_LIMIT)
+        raise unknown_operation(request)
+
+
+async def _service_properties(request: StorageRequest) -> Response:
+    return xml_response(200, service_properties_xml())
+
+
+async def _account_information(request: StorageRequest) -> Response:
+    return (Response(200).add("x-ms-sku-name", "Standard_RAGRS").add("x-ms-account-kind", "StorageV2")
+            .add("x-ms-is-hns-enabled", "false"))
