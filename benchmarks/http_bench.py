@@ -130,7 +130,7 @@ def wait_ready(port: int, timeout: float = 30.0) -> float:
 def start_funchost(app_dir: Path, data_dir: Path, port: int) -> subprocess.Popen[bytes]:
     cli = "import sys; from funchost.cli import main; sys.exit(main())"
     return subprocess.Popen([sys.executable, "-c", cli, "start", str(app_dir), "--port", str(port),
-                             "--data", str(data_dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "--data", str(data_dir), "--no-storage-endpoints"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:

@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "funchost.cli.timer",
     "funchost.cli.events",
     "funchost.cli.docs",
+    "funchost.cli.storage",
 )
 
 

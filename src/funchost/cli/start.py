@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from funchost import __version__, logs
+from funchost.cli.storage import add_endpoint_arguments, endpoint_settings
 from funchost.errors import FunchostError
 from funchost.host import Host, HostConfig
 
@@ -26,6 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="embedded SQLite storage (default) or the connection strings as given (Azurite/Azure)")
     parser.add_argument("--output", choices=("text", "json"), default="text",
                         help="console output: text as Core Tools prints it, or NDJSON events")
+    add_endpoint_arguments(parser)
     parser.set_defaults(handler=run)
 
 
@@ -34,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     output = args.output
     logs.configure(output)
     config = HostConfig(app_dir=Path(args.app_dir), data_dir=Path(args.data) if args.data else None,
-                        storage=args.storage, port=args.port, bind=args.bind)
+                        storage=args.storage, port=args.port, bind=args.bind,
+                        settings_override=endpoint_settings(args, Path(args.app_dir)))
     host = Host(config)
     try:
         runtime = host.load()

@@ -24,8 +24,8 @@ from funchost.settings.connections import (
 if TYPE_CHECKING:
     from funchost.storage.blob_api import BlobApi
     from funchost.storage.blobs import BlobService
-    from funchost.storage.tables import TableService
     from funchost.storage.queues import QueueService
+    from funchost.storage.tables import TableService
 
 
 class StorageBackend(Protocol):

@@ -169,6 +169,14 @@ class Filter:
         return low, high, False
 
 
+def _either(a: Predicate, b: Predicate) -> Predicate:
+    return lambda e: a(e) or b(e)
+
+
+def _both(a: Predicate, b: Predicate) -> Predicate:
+    return lambda e: a(e) and b(e)
+
+
 class _Parser:
     def __init__(self, tokens: list[Token]) -> None:
         self.tokens = tokens
@@ -199,7 +207,7 @@ class _Parser:
         while self.word() == "or":
             self.take()
             right, _ = self.and_expr()
-            left, terms = (lambda e, a=left, b=right: a(e) or b(e)), []
+            left, terms = _either(left, right), []
         return left, terms
 
     def and_expr(self) -> tuple[Predicate, list[tuple[str, str, str]]]:
@@ -207,7 +215,7 @@ class _Parser:
         while self.word() == "and":
             self.take()
             right, more = self.unary()
-            left, terms = (lambda e, a=left, b=right: a(e) and b(e)), terms + more
+            left, terms = _both(left, right), terms + more
         return left, terms
 
     def unary(self) -> tuple[Predicate, list[tuple[str, str, str]]]:

@@ -17,17 +17,19 @@ from funchost.clock import Clock
 from funchost.errors import StorageError
 from funchost.storage_endpoints.accounts import Accounts
 from funchost.storage_endpoints.auth import PublicAccess, account_of, authorize
-from funchost.storage_endpoints.errors import ApiError, from_storage_error, json_error, xml_error
+from funchost.storage_endpoints.errors import ApiError, from_storage_error, xml_error
 from funchost.storage_endpoints.sas import Access, PolicyLookup, Scope
 from funchost.storage_endpoints.wire import (
     Receive,
     Response,
-    Scope as AsgiScope,
     Send,
     StorageRequest,
     build_request,
     read_body,
     send_response,
+)
+from funchost.storage_endpoints.wire import (
+    Scope as AsgiScope,
 )
 
 if TYPE_CHECKING:

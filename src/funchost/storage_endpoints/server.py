@@ -91,7 +91,8 @@ class _Protocol(HttpToolsProtocol):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if name[:10].lower() == b"x-ms-meta-":
-            self.scope.setdefault(META_NAMES_KEY, []).append(name[10:].decode("latin-1"))  # type: ignore[typeddict-unknown-key]
+            scope: dict[str, Any] = self.scope  # type: ignore[assignment]
+            scope.setdefault(META_NAMES_KEY, []).append(name[10:].decode("latin-1"))
         super().on_header(name, value)
 
 

@@ -28,6 +28,7 @@ from funchost.errors import (
 from funchost.storage.blob_api import (
     MAX_BLOCKS,
     PUBLIC_ACCESS_LEVELS,
+    Block,
     BlockList,
     ContainerProperties,
     HttpHeaders,
@@ -35,7 +36,7 @@ from funchost.storage.blob_api import (
     SignedIdentifier,
     Write,
 )
-from funchost.storage.blobs import BlobProperties
+from funchost.storage.blobs import BlobChange, BlobProperties
 from funchost.storage.sqlite import blob_blocks as blocks
 from funchost.storage.sqlite import blob_leases as leases
 from funchost.storage.sqlite import blob_listing
@@ -53,9 +54,21 @@ from funchost.storage.sqlite.blob_extras import (
     set_lease_columns,
 )
 from funchost.storage.sqlite.blob_leases import Lease
-from funchost.storage.sqlite.blob_names import check_blob_name, check_container_name, check_metadata
+from funchost.storage.sqlite.blob_names import (
+    canonical_lease_id,
+    check_blob_name,
+    check_container_name,
+    check_metadata,
+)
 from funchost.storage.sqlite.blob_rows import SCHEMA, lease_of, new_etag, new_version_id
-from funchost.storage.sqlite.blob_sql import blob_row, check_etag, collect, container_versioning, existing, store
+from funchost.storage.sqlite.blob_sql import (
+    blob_row,
+    check_etag,
+    collect,
+    container_versioning,
+    existing,
+    store,
+)
 from funchost.storage.sqlite.blobs import DEFAULT_CONTENT_TYPE, SqliteBlobService
 from funchost.storage.sqlite.db import SqliteDatabase
 
@@ -133,7 +146,7 @@ class SqliteBlobAccount(SqliteBlobService):
             props = self._container(conn, name, now)
             if lease_id is not None and props.lease_state in ("leased", "breaking"):
                 current = container_lease(container_row(conn, name))  # type: ignore[arg-type]
-                if current.lease_id != leases.canonical_lease_id(lease_id):
+                if current.lease_id != canonical_lease_id(lease_id):
                     raise PreconditionFailed("the lease id does not match", code="LeaseIdMismatchWithContainerOperation")
             return props
 
@@ -239,7 +252,7 @@ class SqliteBlobAccount(SqliteBlobService):
         md5 = headers.content_md5 or (hashlib.md5(data).digest() if blob_type == "BlockBlob" else None)
         now_dt, now = self._now()
 
-        def run(conn: sqlite3.Connection) -> tuple[BlobProperties, Any]:
+        def run(conn: sqlite3.Connection) -> tuple[BlobProperties, BlobChange]:
             versioning = container_versioning(conn, container)
             old = blob_row(conn, container, name)
             check_write(old, write, create=True)
@@ -251,7 +264,7 @@ class SqliteBlobAccount(SqliteBlobService):
 
         props, change = await self._db.write(run)
         self._publish(change)
-        return props  # type: ignore[no-any-return]
+        return props
 
     def _values(self, conn: sqlite3.Connection, content_id: int, size: int, headers: HttpHeaders,
                 md5: bytes | None, meta: Mapping[str, str], now_dt: Any, old: sqlite3.Row | None,
@@ -262,7 +275,8 @@ class SqliteBlobAccount(SqliteBlobService):
                 "metadata": json.dumps(dict(meta)), "version_id": new_version_id(conn, now_dt) if versioning else None}
 
     def _commit(self, conn: sqlite3.Connection, container: str, name: str, values: dict[str, Any], lease: Lease,
-                old: sqlite3.Row | None, api: str, now: float, committed: Sequence[blocks.Block] = ()) -> Any:
+                old: sqlite3.Row | None, api: str, now: float, committed: Sequence[Block] = ()
+                ) -> tuple[BlobProperties, BlobChange]:
         store(conn, container, name, values, lease)
         if old is not None and old["content_id"] != values["content_id"]:
             collect(conn, old["content_id"])
@@ -296,7 +310,7 @@ class SqliteBlobAccount(SqliteBlobService):
         meta = check_metadata(metadata)
         now_dt, now = self._now()
 
-        def run(conn: sqlite3.Connection) -> tuple[BlobProperties, Any]:
+        def run(conn: sqlite3.Connection) -> tuple[BlobProperties, BlobChange]:
             versioning = container_versioning(conn, container)
             old = blob_row(conn, container, name)
             check_write(old, write, create=True)
@@ -309,7 +323,7 @@ class SqliteBlobAccount(SqliteBlobService):
 
         props, change = await self._db.write(run)
         self._publish(change)
-        return props  # type: ignore[no-any-return]
+        return props
 
     async def get_block_list(self, container: str, name: str, *, lease_id: str | None = None) -> BlockList:
         _, now = self._now()
@@ -400,7 +414,7 @@ class SqliteBlobAccount(SqliteBlobService):
         meta = check_metadata(metadata) if metadata else None
         now_dt, now = self._now()
 
-        def run(conn: sqlite3.Connection) -> tuple[BlobProperties, Any]:
+        def run(conn: sqlite3.Connection) -> tuple[BlobProperties, BlobChange]:
             container_versioning(conn, source_container)
             source = existing(conn, source_container, source_name)
             versioning = container_versioning(conn, container)
@@ -417,7 +431,7 @@ class SqliteBlobAccount(SqliteBlobService):
 
         props, change = await self._db.write(run)
         self._publish(change)
-        return props  # type: ignore[no-any-return]
+        return props
 
     async def delete_blob(self, container: str, name: str, *, if_match: str | None = None,
                           lease_id: str | None = None) -> None:
@@ -490,12 +504,12 @@ def lease_action(current: Lease, action: str, lease_id: str | None, proposed_id:
         if not proposed_id:
             raise InvalidInput("x-ms-proposed-lease-id is required", code="MissingRequiredHeader")
         effective = current.effective(now)
-        ids = {leases.canonical_lease_id(lease_id), leases.canonical_lease_id(proposed_id)}
+        ids = {canonical_lease_id(lease_id), canonical_lease_id(proposed_id)}
         if effective.state != "leased":
             raise leases._conflict("LeaseNotPresentWithLeaseOperation", "there is currently no lease")
         if effective.lease_id not in ids:
             raise leases._conflict("LeaseIdMismatchWithLeaseOperation", "the lease id does not match")
-        return Lease("leased", leases.canonical_lease_id(proposed_id), current.duration, current.expires), 0
+        return Lease("leased", canonical_lease_id(proposed_id), current.duration, current.expires), 0
     raise InvalidInput(f"unknown lease action {action!r}", code="InvalidHeaderValue")
 
 

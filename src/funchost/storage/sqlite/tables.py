@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 from funchost.clock import Clock
 from funchost.errors import InvalidInput, StorageError
+from funchost.storage.sqlite.db import SqliteDatabase
 from funchost.storage.table_filter import parse_filter
 from funchost.storage.tables import (
     MAX_QUERY_RESULTS,
@@ -34,7 +35,6 @@ from funchost.storage.tables import (
     parse_datetime,
     table_error,
 )
-from funchost.storage.sqlite.db import SqliteDatabase
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tables (

@@ -170,7 +170,7 @@ class Blobs:
     async def lease(self, request: StorageRequest) -> Response:
         container, name = _blob_name(request)
         action, kwargs = lease_arguments(request)
-        props, lease_id, remaining = await self.blobs.blob_lease(container, name, action, **kwargs)  # type: ignore[arg-type]
+        props, lease_id, remaining = await self.blobs.blob_lease(container, name, action, **kwargs)
         return lease_response(action, written(Response(200), props), lease_id, remaining)
 
     async def copy(self, request: StorageRequest) -> Response:

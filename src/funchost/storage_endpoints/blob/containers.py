@@ -4,7 +4,8 @@ delete, List Containers, List Blobs, service properties and account information.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from funchost.storage.blob_api import BlobApi, ContainerProperties, SignedIdentifier
@@ -38,8 +39,8 @@ def _public_access(request: StorageRequest) -> str | None:
     return value
 
 
-def _metadata_xml(metadata: dict[str, str] | object) -> str:
-    items = getattr(metadata, "items", lambda: [])()
+def _metadata_xml(metadata: Mapping[str, str]) -> str:
+    items = metadata.items()
     return "<Metadata>" + "".join(f"<{k}>{escape(v)}</{k}>" for k, v in items) + "</Metadata>"
 
 
@@ -200,7 +201,7 @@ def parse_identifiers(body: bytes) -> Sequence[SignedIdentifier]:
     return identifiers
 
 
-def lease_arguments(request: StorageRequest) -> tuple[str, dict[str, object]]:
+def lease_arguments(request: StorageRequest) -> tuple[str, dict[str, Any]]:
     action = (request.headers.get("x-ms-lease-action") or "").lower()
     if action not in ("acquire", "renew", "change", "release", "break"):
         raise ApiError(400, "InvalidHeaderValue", None, {"HeaderName": "x-ms-lease-action",

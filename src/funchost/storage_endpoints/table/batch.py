@@ -16,7 +16,13 @@ from urllib.parse import unquote, urlparse
 from funchost.errors import StorageError
 from funchost.storage.tables import MAX_BATCH_OPERATIONS, BatchFailed, BatchOperation, Entity
 from funchost.storage_endpoints.errors import MESSAGES, ApiError
-from funchost.storage_endpoints.table.odata import content_type, dumps, entity_json, entity_properties, parse_body
+from funchost.storage_endpoints.table.odata import (
+    content_type,
+    dumps,
+    entity_json,
+    entity_properties,
+    parse_body,
+)
 from funchost.storage_endpoints.wire import Response, StorageRequest
 
 if TYPE_CHECKING:

@@ -78,10 +78,10 @@ def _typed(name: str, value: Any, edm: str | None) -> TypedValue:
                 raise ValueError(value)
             return edm, number
         if edm == "Edm.Double" and not isinstance(value, bool) and isinstance(value, int | float | str):
-            number = float(value)
-            if isinstance(value, str) and value not in ("NaN", "Infinity", "-Infinity") and not math.isfinite(number):
+            double = float(value)
+            if isinstance(value, str) and value not in ("NaN", "Infinity", "-Infinity") and not math.isfinite(double):
                 raise ValueError(value)
-            return edm, number
+            return edm, double
         if edm == "Edm.Boolean" and isinstance(value, bool):
             return edm, value
         if edm == "Edm.DateTime" and isinstance(value, str):
