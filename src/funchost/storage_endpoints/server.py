@@ -170,10 +170,14 @@ class StorageEndpoints:
 
     async def stop(self) -> None:
         servers, self._servers = self._servers, []
-        for server, task in servers:
+        for server, _ in servers:
             server.should_exit = True
+
+        async def stop_one(server: uvicorn.Server, task: asyncio.Task[Any]) -> None:
             await task
             await server.shutdown()
+
+        await asyncio.gather(*(stop_one(server, task) for server, task in servers))
 
     def describe(self) -> list[str]:
         lines = []
