@@ -92,3 +92,30 @@ def queue_service(storage_backend):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def blob_service(storage_backend):  # type: ignore[no-untyped-def]
     return _marked(storage_backend, storage_backend.blobs())
+
+
+@pytest.fixture
+async def table_service(backend_name: str, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[object]:
+    """The Table port: embedded SQLite, the SDK through funchost's endpoints, the SDK on Azurite."""
+    from funchost.storage.azure.tables import AzureTableService
+
+    if backend_name == "embedded":
+        backend = EmbeddedStorage(tmp_path / "data", AppSettings({}, environ={}), SystemClock())
+        yield backend.tables_for_account("devstoreaccount1")
+        await backend.aclose()
+    elif backend_name == "rest":
+        async with serve_endpoints(tmp_path / "data") as served:
+            service = AzureTableService(served.connection_string, "devstoreaccount1")
+            service.served_by_funchost = True  # type: ignore[attr-defined]
+            yield service
+            await service.aclose()
+    else:
+        server = request.getfixturevalue("azurite")
+        if server.table_endpoint is None:
+            pytest.fail("the Azurite named by AZURITE_*_ENDPOINT has no table endpoint (set AZURITE_TABLE_ENDPOINT)")
+        service = AzureTableService(server.connection_string, server.account_name)
+        before = set((await service.list_tables())[0])
+        yield service
+        for name in set((await service.list_tables())[0]) - before:
+            await service.delete_table(name)
+        await service.aclose()

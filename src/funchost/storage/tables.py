@@ -126,6 +126,25 @@ def check_properties(properties: Mapping[str, TypedValue]) -> None:
         raise table_error(400, "EntityTooLarge", "the entity is larger than 1 MiB")
 
 
+def check_batch(operations: Sequence[BatchOperation]) -> None:
+    """One entity group: at most 100 operations, one PartitionKey, each entity once (BatchFailed)."""
+    if not operations:
+        raise BatchFailed(0, InvalidInput("the changeset is empty"))
+    if len(operations) > MAX_BATCH_OPERATIONS:
+        raise BatchFailed(0, InvalidInput(f"The batch request operation exceeds the maximum {MAX_BATCH_OPERATIONS} "
+                                          "changes per change set."))
+    seen: set[tuple[str, str]] = set()
+    for index, op in enumerate(operations):
+        if op.partition_key != operations[0].partition_key:
+            raise BatchFailed(index, InvalidInput("All commands in a batch must operate on the same entity group.",
+                                                  code="CommandsInBatchActOnDifferentPartitions"))
+        if (op.partition_key, op.row_key) in seen:
+            raise BatchFailed(index, InvalidInput("The batch request contains multiple changes with same row key. An "
+                                                  "entity can appear only once in a batch request.",
+                                                  code="InvalidDuplicateRow"))
+        seen.add((op.partition_key, op.row_key))
+
+
 class TableService(Protocol):
     account_name: str
 

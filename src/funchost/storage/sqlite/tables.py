@@ -29,6 +29,7 @@ from funchost.storage.tables import (
     BatchOperation,
     Entity,
     TypedValue,
+    check_batch,
     check_key,
     check_properties,
     check_table_name,
@@ -286,6 +287,7 @@ class SqliteTableService:
 
     async def submit_batch(self, table: str, operations: Sequence[BatchOperation]) -> list[Entity | None]:
         now = self._now_ticks()
+        check_batch(operations)
         for index, op in enumerate(operations):
             try:
                 check_key(op.partition_key, "PartitionKey")

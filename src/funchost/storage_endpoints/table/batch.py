@@ -130,7 +130,7 @@ class BatchHandler:
 
     async def handle(self, request: StorageRequest) -> Response:
         boundary, subs = parse_changeset(request)
-        if len(subs) > MAX_BATCH_OPERATIONS:
+        if len(subs) > MAX_BATCH_OPERATIONS:  # before parsing them all
             return self._failure(request, boundary, 0, ApiError(
                 400, "InvalidInput", f"The batch request operation exceeds the maximum {MAX_BATCH_OPERATIONS} "
                                      "changes per change set."))
@@ -147,16 +147,6 @@ class BatchHandler:
             raise _bad("The changeset is empty.")
         if len(tables) > 1:
             raise _bad("All operations of a batch must be on the same table.")
-        keys = [(o.partition_key, o.row_key) for o in operations]
-        if len({k[0] for k in keys}) > 1:
-            return self._failure(request, boundary, 0, ApiError(
-                400, "CommandsInBatchActOnDifferentPartitions", "All commands in a batch must operate on the same "
-                                                                "entity group."))
-        if len(set(keys)) != len(keys):
-            index = next(i for i, k in enumerate(keys) if k in keys[:i])
-            return self._failure(request, boundary, index, ApiError(
-                400, "InvalidDuplicateRow", "The batch request contains multiple changes with same row key. An entity "
-                                            "can appear only once in a batch request."))
         table_name = next(iter(tables))
         try:
             results = await self.app.tables(request).submit_batch(table_name, operations)
@@ -196,7 +186,9 @@ class BatchHandler:
 
 
 def _api_error(error: StorageError) -> ApiError:
-    return ApiError(error.status, error.code, MESSAGES.get(error.code, str(error)))
+    text = str(error)
+    detail = text[len(error.code) + 2:] if text.startswith(f"{error.code}: ") else text
+    return ApiError(error.status, error.code, MESSAGES.get(error.code, detail))
 
 
 def _level(accept: str) -> str:
