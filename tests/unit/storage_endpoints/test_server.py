@@ -1,0 +1,89 @@
+"""Serving: the setting, the CLI defaults, taken ports, several processes on one data folder."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import socket
+from pathlib import Path
+
+import pytest
+from tests.support.endpoints import serve_endpoints
+
+from funchost.cli.storage import endpoint_settings
+from funchost.errors import ConfigError
+from funchost.storage_endpoints.accounts import Account, Accounts, parse_account_list
+from funchost.storage_endpoints.server import EndpointSettings, PortTaken, StorageEndpoints, parse_setting
+from funchost.storage_endpoints.service import BackendStorage
+
+
+def test_setting_values() -> None:
+    assert parse_setting(None) is None and parse_setting("off") is None
+    assert parse_setting("on") == EndpointSettings("127.0.0.1", {"blob": 10000, "queue": 10001, "table": 10002})
+    assert parse_setting("20000, 20001,0").ports == {"blob": 20000, "queue": 20001, "table": 0}  # type: ignore[union-attr]
+    for bad in ("1,2", "a,b,c", "70000,1,2"):
+        with pytest.raises(ConfigError):
+            parse_setting(bad)
+
+
+def test_start_command_turns_endpoints_on_unless_told(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FUNCHOST_STORAGE_ENDPOINTS", raising=False)
+    args = argparse.Namespace(no_storage_endpoints=False, storage_ports=None)
+    (tmp_path / "local.settings.json").write_text('{"Values": {}}')
+    assert endpoint_settings(args, tmp_path) == {"FUNCHOST_STORAGE_ENDPOINTS": "on"}
+    assert endpoint_settings(argparse.Namespace(no_storage_endpoints=True, storage_ports=None), tmp_path) == \
+        {"FUNCHOST_STORAGE_ENDPOINTS": "off"}
+    assert endpoint_settings(argparse.Namespace(no_storage_endpoints=False, storage_ports="1,2,3"), tmp_path) == \
+        {"FUNCHOST_STORAGE_ENDPOINTS": "1,2,3"}
+    (tmp_path / "local.settings.json").write_text('{"Values": {"FUNCHOST_STORAGE_ENDPOINTS": "off"}}')
+    assert endpoint_settings(args, tmp_path) == {}  # the app's own setting wins over the default
+
+
+def test_accounts_from_connection_strings() -> None:
+    key = "a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5"
+    accounts = Accounts.from_settings({
+        "Other": f"DefaultEndpointsProtocol=http;AccountName=other;AccountKey={key};BlobEndpoint=http://127.0.0.1:10000/other",
+        "FUNCHOST_STORAGE_ACCOUNTS": f"third:{key}",
+        "Unrelated": "Server=x;Password=y",
+    })
+    assert accounts.names == ["devstoreaccount1", "other", "third"]
+    assert "key" not in repr(accounts.get("other")).lower()
+    with pytest.raises(ConfigError):
+        parse_account_list("nokey")
+    [two_keys] = parse_account_list(f"a:{key}:{base64.b64encode(b'second').decode()}")
+    assert two_keys == Account("a", (base64.b64decode(key), b"second"))
+
+
+async def test_port_taken_by_another_program_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", 0))
+    blocker.listen()
+    port = blocker.getsockname()[1]
+    try:
+        async with serve_endpoints(tmp_path / "first") as served:
+            endpoints = StorageEndpoints(BackendStorage(served.storage), Accounts(), served.clock, "other-data",
+                                         EndpointSettings(ports={"blob": port, "queue": 0, "table": 0}))
+            with pytest.raises(PortTaken) as info:
+                await endpoints.start()
+    finally:
+        blocker.close()
+    message = str(info.value)
+    assert f"127.0.0.1:{port}" in message and "another program" in message
+    assert "--storage-ports" in message and "--no-storage-endpoints" in message
+
+
+async def test_same_data_folder_shares_ports_and_another_folder_is_refused(tmp_path: Path) -> None:
+    async with serve_endpoints(tmp_path / "data") as served:
+        ports = dict(served.endpoints.ports)
+        same = StorageEndpoints(BackendStorage(served.storage), Accounts(), served.clock, served.endpoints.identity,
+                                EndpointSettings(ports=ports))
+        await same.start()
+        assert same.ports == ports and same.shared == {"blob", "queue", "table"}
+        assert all("served by another process" in line for line in same.describe())
+        await same.stop()
+        other = StorageEndpoints(BackendStorage(served.storage), Accounts(), served.clock, "a-different-folder",
+                                 EndpointSettings(ports=ports))
+        with pytest.raises(PortTaken) as info:
+            await other.start()
+        assert "different data folder" in str(info.value)
+        assert other.ports == {}  # nothing left listening
