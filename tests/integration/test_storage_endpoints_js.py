@@ -63,6 +63,6 @@ def test_javascript_sdks(served: list[int]) -> None:
         "staleCode": "MessageNotFound", "count": 1,
     }
     assert result["tables"] == {
-        "one": {"name": "one", "count": 1, "extra": True, "big": "12345678901n"}  # an Int64 read back as BigInt,
+        "one": {"name": "one", "count": 1, "extra": True, "big": "12345678901n"},  # Int64 read back as a BigInt
         "filtered": ["2", "3"], "remaining": ["1", "3"], "conflict": 409,
     }
