@@ -19,6 +19,7 @@ point; both orders are accepted, and so is an empty Range line (azure-storage-py
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 from collections.abc import Iterator
@@ -30,6 +31,7 @@ _STANDARD = ("content-encoding", "content-language", "content-length", "content-
              "if-modified-since", "if-match", "if-none-match", "if-unmodified-since", "range")
 
 
+@functools.lru_cache(maxsize=4096)
 def _collation_key(name: str) -> tuple[tuple[int, ...], str]:
     """The service's header order: '-' ignored at the first level; '.' < '_' < digits < letters."""
     weights = []

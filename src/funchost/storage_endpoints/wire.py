@@ -7,6 +7,8 @@ computed over it; the handlers work on the decoded account, resource path and qu
 from __future__ import annotations
 
 import email.utils
+import os
+import random
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
@@ -26,6 +28,15 @@ NO_BODY = frozenset({204, 304})
 META_NAMES_KEY = "funchost.meta_names"  # set by server.py's protocol: metadata names in their case
 
 
+_random = random.Random(os.urandom(32))
+os.register_at_fork(after_in_child=lambda: _random.seed(os.urandom(32)))
+
+
+def new_request_id() -> str:
+    """A random GUID, without a system call per request (uuid4 reads os.urandom each time)."""
+    return str(uuid.UUID(int=_random.getrandbits(128), version=4))
+
+
 @dataclass
 class StorageRequest:
     method: str
@@ -38,7 +49,7 @@ class StorageRequest:
     scheme: str
     client: str
     host: str
-    request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    request_id: str = field(default_factory=lambda: new_request_id())
     body: bytes = b""
     meta_names: tuple[str, ...] = ()  # x-ms-meta-* names as sent (ASGI lower-cases header names)
 
