@@ -1,17 +1,20 @@
 """Storage REST endpoints: the same official SDK clients against funchost's endpoints and Azurite.
 
-    python benchmarks/storage_endpoints_bench.py   # [--depths 1000,100000] [--messages 2000] ...
+    python benchmarks/storage_endpoints_bench.py   # [--depths 1000,100000] [--clients 2] ...
 
 Both servers run as their own process on this machine, in the same run: `funchost storage serve`
-over a fresh data folder, and Azurite in memory (tests/support/azurite.py). The client is the
-official async SDK (azure-storage-queue, azure-storage-blob, azure-data-tables on aiohttp) with
-`--concurrency` requests in flight:
+over a fresh data folder, and Azurite in memory (tests/support/azurite.py). The clients are the
+official async SDKs (azure-storage-queue, azure-storage-blob, azure-data-tables on aiohttp):
+`--clients` worker processes with `--concurrency` requests in flight each, started and warmed up
+before the clock starts, because one Python SDK client spends more CPU per request than either
+server. Each phase reports operations per second and the server's CPU time per operation (from
+/proc; the figure that does not depend on the client's speed).
 
 * queue, at each depth of `--depths`: the queue first holds that many invisible messages (so the
-  depth is real but nothing of it is received); then `--messages` puts, receives in batches of 32
-  (messages/s and requests/s), deletes;
+  depth is real but none of it is received); then `--messages` puts, and receive-and-delete
+  (batches of 32, each message deleted) until the queue has nothing visible;
 * blob: `--blobs` uploads and downloads of `--blob-kb` KiB;
-* table: `--entities` inserts, point reads, and one filtered query per 100 entities.
+* table: `--entities` inserts and point reads, and filtered queries (one per 50 entities).
 
 Output: benchmarks/results/storage_endpoints.json and a summary with funchost/Azurite ratios.
 """
@@ -37,15 +40,16 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # tests.support.azurite: the same Azurite launcher the tests use
 
-from tests.support.azurite import get_server, stop_server  # noqa: E402
-
 from funchost.settings.connections import DEVSTORE_ACCOUNT, DEVSTORE_KEY  # noqa: E402
 
 CLI = "import sys; from funchost.cli import main; sys.exit(main())"
+TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-async def _pool(items: Iterable[Any], work: Callable[[Any], Awaitable[Any]], concurrency: int) -> float:
-    """Run `work` over items with `concurrency` workers; seconds taken."""
+# -- worker side: one process, one SDK client, `count` operations -----------------------------------
+
+
+async def _pool(items: Iterable[Any], work: Callable[[Any], Awaitable[Any]], concurrency: int) -> None:
     queue: asyncio.Queue[Any] = asyncio.Queue()
     for item in items:
         queue.put_nowait(item)
@@ -54,101 +58,159 @@ async def _pool(items: Iterable[Any], work: Callable[[Any], Awaitable[Any]], con
         while not queue.empty():
             await work(queue.get_nowait())
 
-    started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return time.perf_counter() - started
 
 
-def _rate(count: float, seconds: float) -> float:
-    return round(count / seconds, 1) if seconds > 0 else 0.0
-
-
-async def bench_queue(connection: str, depth: int, messages: int, concurrency: int) -> dict[str, Any]:
+async def run_worker(args: argparse.Namespace) -> None:
+    from azure.data.tables.aio import TableClient
+    from azure.storage.blob.aio import ContainerClient
     from azure.storage.queue.aio import QueueClient
 
-    async with QueueClient.from_connection_string(connection, f"bench{uuid.uuid4().hex[:10]}") as queue:
-        await queue.create_queue()
-        started = time.perf_counter()
-        await _pool(range(depth), lambda i: queue.send_message(f"resting {i}", visibility_timeout=3600),
-                    max(concurrency, 32))
-        fill_s = time.perf_counter() - started
-        body = "x" * 256
-        put_s = await _pool(range(messages), lambda i: queue.send_message(body), concurrency)
-        received: list[Any] = []
-        requests = 0
+    items = range(args.start, args.start + args.count)
+    counted = {"ops": 0, "requests": 0}
+    if args.worker in ("fill", "put", "drain"):
+        client: Any = QueueClient.from_connection_string(args.connection, args.name)
+    elif args.worker in ("upload", "download"):
+        client = ContainerClient.from_connection_string(args.connection, args.name)
+    else:
+        client = TableClient.from_connection_string(args.connection, args.name)
+    data = os.urandom(args.size * 1024) if args.worker == "upload" else b""
+    body = "x" * 256
 
-        async def receive(_: int) -> None:
-            nonlocal requests
-            async for page in queue.receive_messages(messages_per_page=32, visibility_timeout=300).by_page():
-                requests += 1
-                batch = [m async for m in page]
-                if not batch:
-                    return
-                received.extend(batch)
+    async def fill(i: int) -> None:
+        await client.send_message(f"resting {i}", visibility_timeout=3600)
 
-        get_s = await _pool(range(concurrency), receive, concurrency)
-        delete_s = await _pool(received, lambda m: queue.delete_message(m), concurrency)
-        await queue.delete_queue()
-    return {"depth": depth, "fill_per_s": _rate(depth, fill_s), "put_per_s": _rate(messages, put_s),
-            "get_messages_per_s": _rate(len(received), get_s), "get_requests_per_s": _rate(requests, get_s),
-            "delete_per_s": _rate(len(received), delete_s), "received": len(received)}
+    async def put(i: int) -> None:
+        await client.send_message(body)
+
+    async def drain(_: int) -> None:
+        async for page in client.receive_messages(messages_per_page=32, visibility_timeout=300).by_page():
+            counted["requests"] += 1
+            batch = [m async for m in page]
+            if not batch:
+                return
+            for message in batch:
+                await client.delete_message(message)
+                counted["ops"] += 1
+
+    async def upload(i: int) -> None:
+        await client.upload_blob(f"b{i}", data, overwrite=True)
+
+    async def download(i: int) -> None:
+        await (await client.download_blob(f"b{i}")).readall()
+
+    async def insert(i: int) -> None:
+        await client.create_entity({"PartitionKey": f"p{i % 10}", "RowKey": f"{i:08d}", "n": i, "text": "v " * 16})
+
+    async def read(i: int) -> None:
+        await client.get_entity(f"p{i % 10}", f"{i:08d}")
+
+    async def query(i: int) -> None:
+        assert [e async for e in client.query_entities(f"PartitionKey eq 'p{i % 10}' and n ge {i}",
+                                                       results_per_page=100)]
+
+    work = {"fill": fill, "put": put, "drain": drain, "upload": upload, "download": download, "insert": insert,
+            "read": read, "query": query}[args.worker]
+    async with client:
+        if args.worker == "drain":
+            items = range(args.concurrency)
+        print("ready", flush=True)
+        sys.stdin.readline()  # "go": every worker starts together, after its imports and TLS-free setup
+        await _pool(items, work, args.concurrency)
+    if args.worker != "drain":
+        counted["ops"] = counted["requests"] = args.count
+    print(json.dumps(counted), flush=True)
 
 
-async def bench_blob(connection: str, blobs: int, size_kb: int, concurrency: int) -> dict[str, Any]:
+# -- parent side ----------------------------------------------------------------------------------
+
+
+def _cpu_seconds(pid: int | None) -> float | None:
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+async def phase(name: str, target: dict[str, Any], args: argparse.Namespace, resource: str, total: int,
+                size: int = 0) -> dict[str, Any]:
+    """Run one phase on `args.clients` worker processes; ops/s and server CPU per op."""
+    workers = []
+    share = -(-total // args.clients)
+    for index in range(args.clients):
+        start, count = index * share, max(0, min(share, total - index * share))
+        command = [sys.executable, __file__, "--worker", name, "--connection", target["connection"], "--name",
+                   resource, "--start", str(start), "--count", str(count), "--concurrency", str(args.concurrency),
+                   "--size", str(size)]
+        workers.append(await asyncio.create_subprocess_exec(*command, stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+    for worker in workers:
+        assert worker.stdout is not None
+        line = await worker.stdout.readline()
+        if line.strip() != b"ready":
+            raise RuntimeError(f"worker for {name} failed to start: {line!r}")
+    cpu_before = _cpu_seconds(target["pid"])
+    started = time.perf_counter()
+    for worker in workers:
+        assert worker.stdin is not None
+        worker.stdin.write(b"go\n")
+        await worker.stdin.drain()
+    results = []
+    for worker in workers:
+        out, _ = await worker.communicate()
+        if worker.returncode != 0:
+            raise RuntimeError(f"worker for {name} exited with {worker.returncode}")
+        results.append(json.loads(out.decode().strip().splitlines()[-1]))
+    seconds = time.perf_counter() - started
+    cpu_after = _cpu_seconds(target["pid"])
+    ops = sum(r["ops"] for r in results)
+    figures = {"ops": ops, "seconds": round(seconds, 3), "per_s": round(ops / seconds, 1) if seconds else 0.0}
+    if cpu_before is not None and cpu_after is not None and ops:
+        figures["server_cpu_us_per_op"] = round((cpu_after - cpu_before) / ops * 1e6, 1)
+    return figures
+
+
+async def run_target(label: str, target: dict[str, Any], args: argparse.Namespace,
+                     max_depth: int | None = None) -> dict[str, Any]:
+    from azure.data.tables.aio import TableServiceClient
     from azure.storage.blob.aio import BlobServiceClient
+    from azure.storage.queue.aio import QueueServiceClient
 
-    data = os.urandom(size_kb * 1024)
-    async with BlobServiceClient.from_connection_string(connection) as service:
-        container = await service.create_container(f"bench{uuid.uuid4().hex[:10]}")
-        up_s = await _pool(range(blobs), lambda i: container.upload_blob(f"b{i}", data), concurrency)
-
-        async def download(i: int) -> None:
-            assert await (await container.download_blob(f"b{i}")).readall() == data
-
-        down_s = await _pool(range(blobs), download, concurrency)
-        await container.delete_container()
-    mb = blobs * size_kb / 1024
-    return {"upload_per_s": _rate(blobs, up_s), "download_per_s": _rate(blobs, down_s),
-            "upload_mb_per_s": _rate(mb, up_s), "download_mb_per_s": _rate(mb, down_s)}
-
-
-async def bench_table(connection: str, entities: int, concurrency: int) -> dict[str, Any]:
-    from azure.data.tables.aio import TableClient
-
-    async with TableClient.from_connection_string(connection, f"bench{uuid.uuid4().hex[:10]}") as table:
-        await table.create_table()
-        insert_s = await _pool(range(entities), lambda i: table.create_entity(
-            {"PartitionKey": f"p{i % 10}", "RowKey": f"{i:08d}", "n": i, "text": "value " * 8}), concurrency)
-        read_s = await _pool(range(entities), lambda i: table.get_entity(f"p{i % 10}", f"{i:08d}"), concurrency)
-        queries = max(1, entities // 100)
-
-        async def query(i: int) -> None:
-            found = [e async for e in table.query_entities(f"PartitionKey eq 'p{i % 10}' and n ge {i}")]
-            assert found
-
-        query_s = await _pool(range(queries), query, concurrency)
-        await table.delete_table()
-    return {"insert_per_s": _rate(entities, insert_s), "point_read_per_s": _rate(entities, read_s),
-            "filtered_queries_per_s": _rate(queries, query_s)}
-
-
-async def run_target(label: str, connection: str, args: argparse.Namespace, max_depth: int | None = None
-                     ) -> dict[str, Any]:
     result: dict[str, Any] = {"queue": []}
-    for depth in args.depths:
-        if max_depth is not None and depth > max_depth:
-            result["queue"].append({"depth": depth, "skipped": f"deeper than --azurite-max-depth {max_depth}"})
-            print(f"{label:9} depth {depth:>7}: skipped (--azurite-max-depth {max_depth})", flush=True)
-            continue
-        figures = await bench_queue(connection, depth, args.messages, args.concurrency)
-        result["queue"].append(figures)
-        print(f"{label:9} depth {depth:>7}: put {figures['put_per_s']:>8}/s  get {figures['get_messages_per_s']:>8}"
-              f" msg/s  delete {figures['delete_per_s']:>8}/s  (fill {figures['fill_per_s']}/s)", flush=True)
-    result["blob"] = await bench_blob(connection, args.blobs, args.blob_kb, args.concurrency)
-    result["table"] = await bench_table(connection, args.entities, args.concurrency)
-    print(f"{label:9} blob up {result['blob']['upload_per_s']}/s down {result['blob']['download_per_s']}/s | table "
-          f"insert {result['table']['insert_per_s']}/s read {result['table']['point_read_per_s']}/s query "
-          f"{result['table']['filtered_queries_per_s']}/s", flush=True)
+    async with QueueServiceClient.from_connection_string(target["connection"]) as queues:
+        for depth in args.depths:
+            if max_depth is not None and depth > max_depth:
+                result["queue"].append({"depth": depth, "skipped": f"deeper than --azurite-max-depth {max_depth}"})
+                print(f"{label:9} depth {depth:>7}: skipped (--azurite-max-depth {max_depth})", flush=True)
+                continue
+            name = f"bench{uuid.uuid4().hex[:10]}"
+            await queues.create_queue(name)
+            fill = await phase("fill", target, args, name, depth)
+            put = await phase("put", target, args, name, args.messages)
+            drain = await phase("drain", target, args, name, 0)
+            await queues.delete_queue(name)
+            result["queue"].append({"depth": depth, "fill": fill, "put": put, "receive_delete": drain})
+            print(f"{label:9} depth {depth:>7}: put {put['per_s']:>8}/s ({put.get('server_cpu_us_per_op')} us server"
+                  f" CPU)  receive+delete {drain['per_s']:>8} msg/s ({drain.get('server_cpu_us_per_op')} us)  "
+                  f"[fill {fill['per_s']}/s]", flush=True)
+    async with BlobServiceClient.from_connection_string(target["connection"]) as blobs:
+        name = f"bench{uuid.uuid4().hex[:10]}"
+        await blobs.create_container(name)
+        result["blob"] = {"upload": await phase("upload", target, args, name, args.blobs, args.blob_kb),
+                          "download": await phase("download", target, args, name, args.blobs)}
+        await blobs.delete_container(name)
+    async with TableServiceClient.from_connection_string(target["connection"]) as tables:
+        name = f"bench{uuid.uuid4().hex[:10]}"
+        await tables.create_table(name)
+        result["table"] = {"insert": await phase("insert", target, args, name, args.entities),
+                           "read": await phase("read", target, args, name, args.entities),
+                           "query": await phase("query", target, args, name, max(1, args.entities // 50))}
+        await tables.delete_table(name)
+    print(f"{label:9} blob up {result['blob']['upload']['per_s']}/s down {result['blob']['download']['per_s']}/s | "
+          f"table insert {result['table']['insert']['per_s']}/s read {result['table']['read']['per_s']}/s query "
+          f"{result['table']['query']['per_s']}/s", flush=True)
     return result
 
 
@@ -172,18 +234,24 @@ def start_funchost(data: Path) -> tuple[subprocess.Popen[str], str]:
     return process, _connection(urls["blob"], urls["queue"], urls["table"])
 
 
+def _ratio(mine: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+    out = {"throughput": round(mine["per_s"] / theirs["per_s"], 1) if theirs["per_s"] else None}
+    if mine.get("server_cpu_us_per_op") and theirs.get("server_cpu_us_per_op"):
+        out["server_cpu_per_op"] = round(theirs["server_cpu_us_per_op"] / mine["server_cpu_us_per_op"], 1)
+    return out
+
+
 def ratios(results: dict[str, Any]) -> dict[str, Any]:
     ours, theirs = results["targets"]["funchost"], results["targets"].get("azurite")
     if theirs is None:
         return {}
     out: dict[str, Any] = {"queue": []}
     for mine, other in zip(ours["queue"], theirs["queue"], strict=True):
-        if "skipped" in other:
-            continue
-        out["queue"].append({"depth": mine["depth"], **{
-            k: round(mine[k] / other[k], 1) for k in ("put_per_s", "get_messages_per_s", "delete_per_s") if other[k]}})
+        if "skipped" not in other:
+            out["queue"].append({"depth": mine["depth"], "put": _ratio(mine["put"], other["put"]),
+                                 "receive_delete": _ratio(mine["receive_delete"], other["receive_delete"])})
     for service in ("blob", "table"):
-        out[service] = {k: round(v / theirs[service][k], 1) for k, v in ours[service].items() if theirs[service][k]}
+        out[service] = {k: _ratio(v, theirs[service][k]) for k, v in ours[service].items()}
     return out
 
 
@@ -196,28 +264,35 @@ def _azurite_version() -> str | None:
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
+    from tests.support import azurite
+
     results: dict[str, Any] = {
         "benchmark": "storage_endpoints", "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
-        "azurite": _azurite_version(), "parameters": {k: v for k, v in vars(args).items() if k != "output"},
+        "load_average_at_start": os.getloadavg(), "azurite": _azurite_version(),
+        "parameters": {k: v for k, v in vars(args).items() if k not in ("output", "worker", "connection")},
         "targets": {},
     }
     with tempfile.TemporaryDirectory(prefix="funchost-bench-") as tmp:
         process, connection = start_funchost(Path(tmp))
         try:
-            results["targets"]["funchost"] = await run_target("funchost", connection, args)
+            target = {"connection": connection, "pid": process.pid}
+            results["targets"]["funchost"] = await run_target("funchost", target, args)
         finally:
             process.terminate()
             process.wait(timeout=30)
     if not args.no_azurite:
-        server = get_server()
+        server = azurite.get_server()
         try:
             if server.table_endpoint is None:
                 raise RuntimeError("the Azurite in use has no table endpoint (AZURITE_TABLE_ENDPOINT)")
-            azurite = _connection(server.blob_endpoint, server.queue_endpoint, server.table_endpoint)
-            results["targets"]["azurite"] = await run_target("azurite", azurite, args, args.azurite_max_depth)
+            running = azurite._process  # started here: its pid gives the server's CPU time
+            pid = running.proc.pid if running is not None and running.proc is not None else None
+            target = {"connection": _connection(server.blob_endpoint, server.queue_endpoint, server.table_endpoint),
+                      "pid": pid}
+            results["targets"]["azurite"] = await run_target("azurite", target, args, args.azurite_max_depth)
         finally:
-            stop_server()
+            azurite.stop_server()
     results["funchost_over_azurite"] = ratios(results)
     print(json.dumps(results["funchost_over_azurite"], indent=1))
     return results
@@ -227,20 +302,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depths", type=lambda s: [int(x) for x in s.split(",")], default=[1000, 100000],
                         help="queue depths to measure at (comma-separated)")
-    parser.add_argument("--messages", type=int, default=2000, help="messages put, received and deleted per depth")
-    parser.add_argument("--concurrency", type=int, default=16, help="requests in flight")
-    parser.add_argument("--blobs", type=int, default=200)
+    parser.add_argument("--messages", type=int, default=3000, help="messages put, then received and deleted")
+    parser.add_argument("--clients", type=int, default=2, help="client processes")
+    parser.add_argument("--concurrency", type=int, default=16, help="requests in flight per client process")
+    parser.add_argument("--blobs", type=int, default=400)
     parser.add_argument("--blob-kb", type=int, default=64)
     parser.add_argument("--entities", type=int, default=2000)
     parser.add_argument("--no-azurite", action="store_true", help="measure funchost only")
     parser.add_argument("--azurite-max-depth", type=int, default=20000,
                         help="deepest queue measured on Azurite (filling it slows down as it grows)")
     parser.add_argument("--output", type=Path, default=REPO / "benchmarks" / "results" / "storage_endpoints.json")
+    # worker mode (internal): one client process of a phase
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--connection", help=argparse.SUPPRESS)
+    parser.add_argument("--name", help=argparse.SUPPRESS)
+    parser.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--count", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=int, default=0, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
 if __name__ == "__main__":
     arguments = parse_args()
+    if arguments.worker:
+        asyncio.run(run_worker(arguments))
+        sys.exit(0)
     report = asyncio.run(main(arguments))
     arguments.output.parent.mkdir(parents=True, exist_ok=True)
     arguments.output.write_text(json.dumps(report, indent=2) + "\n")

@@ -125,6 +125,14 @@ async def read_body(receive: Receive, limit: int) -> bytes | None:
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
+class CaseKeptName(bytes):
+    """A header name the HTTP server writes as given: metadata names keep their case on Azure,
+    and uvicorn lower-cases names with `.lower()`, which this type answers with itself."""
+
+    def lower(self) -> bytes:  # type: ignore[override]
+        return self
+
+
 @dataclass
 class Response:
     status: int
@@ -148,7 +156,10 @@ async def send_response(send: Send, request: StorageRequest | None, response: Re
         if client_id is not None:
             headers.append((b"x-ms-client-request-id", client_id.encode("latin-1", "replace")))
     for name, value in response.headers:
-        headers.append((name.encode("latin-1"), value.encode("latin-1", "replace")))
+        raw = name.encode("latin-1")
+        if name[:10].lower() == "x-ms-meta-":
+            raw = CaseKeptName(raw)
+        headers.append((raw, value.encode("latin-1", "replace")))
     body = response.body
     if response.content_type and response.status not in NO_BODY:
         headers.append((b"content-type", response.content_type.encode()))

@@ -58,7 +58,7 @@ async def test_right_key_with_awkward_names_and_metadata_order(served):
         blob = container.get_blob_client("dir with space/ünïcode+plus%percent.txt")
         await blob.upload_blob(b"x", metadata={"a_b": "1", "a1": "2", "foobar": "3", "Zed": "4"})
         assert await (await blob.download_blob()).readall() == b"x"
-        assert (await blob.get_blob_properties()).metadata == {"a_b": "1", "a1": "2", "foobar": "3", "zed": "4"}
+        assert (await blob.get_blob_properties()).metadata == {"a_b": "1", "a1": "2", "foobar": "3", "Zed": "4"}  # case kept
         names = [b.name async for b in container.list_blobs(include=["metadata"])]
     assert names == ["dir with space/ünïcode+plus%percent.txt"]
 
