@@ -129,7 +129,7 @@ class CaseKeptName(bytes):
     """A header name the HTTP server writes as given: metadata names keep their case on Azure,
     and uvicorn lower-cases names with `.lower()`, which this type answers with itself."""
 
-    def lower(self) -> bytes:  # type: ignore[override]
+    def lower(self) -> bytes:
         return self
 
 
