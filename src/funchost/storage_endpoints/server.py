@@ -18,6 +18,7 @@ import errno
 import logging
 import os
 import socket
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,8 +77,6 @@ def data_identity(storage_root: Path) -> str:
             text = path.read_text(encoding="ascii").strip()
             if text:
                 return text
-            import time
-
             time.sleep(0.01)  # the creator is writing it (a few microseconds)
         raise ConfigError(f"{path} is empty; delete it and start again") from None
     identity = uuid.uuid4().hex

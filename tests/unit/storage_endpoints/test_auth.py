@@ -224,3 +224,37 @@ async def test_container_public_access_levels(served):
     async with ContainerClient(served.url("blob"), "private") as anonymous:
         with pytest.raises(ResourceNotFoundError):
             await anonymous.get_blob_client("a.txt").download_blob()
+
+
+async def test_queue_shared_key_lite(served, clock):
+    await served.storage.queues_for_account(DEVSTORE_ACCOUNT).create_queue("litequeue")
+    date = format_datetime(clock.now(), usegmt=True)
+    key = base64.b64decode(DEVSTORE_KEY)
+    # VERB, Content-MD5, Content-Type, Date, the x-ms-* headers, /account/path (+ ?comp=)
+    string = f"GET\n\n\n\nx-ms-date:{date}\nx-ms-version:2026-02-06\n/{DEVSTORE_ACCOUNT}/{DEVSTORE_ACCOUNT}/litequeue?comp=metadata"
+    signature = base64.b64encode(hmac.new(key, string.encode(), hashlib.sha256).digest()).decode()
+    headers = {"x-ms-date": date, "x-ms-version": "2026-02-06",
+               "Authorization": f"SharedKeyLite {DEVSTORE_ACCOUNT}:{signature}"}
+    async with httpx.AsyncClient() as client:
+        response = await client.get(f"{served.url('queue')}/litequeue?comp=metadata", headers=headers)
+    assert (response.status_code, response.headers["x-ms-approximate-messages-count"]) == (200, "0")
+
+
+async def test_a_second_account_of_the_app(tmp_path):
+    from tests.support.endpoints import serve_endpoints
+
+    from funchost.storage_endpoints.accounts import Accounts
+
+    other_key = base64.b64encode(b"o" * 64).decode()
+    setting = f"DefaultEndpointsProtocol=http;AccountName=otheracct;AccountKey={other_key}"
+    async with serve_endpoints(tmp_path / "data", accounts=Accounts.from_settings({"Other": setting})) as served:
+        connection = served.connection_string_for("otheracct", other_key)
+        async with BlobServiceClient.from_connection_string(connection) as blobs:
+            await (await blobs.create_container("mine")).upload_blob("a.txt", b"other account")
+        # the embedded account a binding with connection="Other" uses
+        data, _ = await served.storage.blobs_for_account("otheracct").download_blob("mine", "a.txt")
+        assert data == b"other account"
+        assert await served.storage.blobs_for_account(DEVSTORE_ACCOUNT).list_containers() == []
+        async with BlobServiceClient.from_connection_string(connection.replace(other_key, DEVSTORE_KEY)) as wrong:
+            with pytest.raises(ClientAuthenticationError):  # the development key does not open this account
+                await wrong.create_container("nope")

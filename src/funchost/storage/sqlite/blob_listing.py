@@ -12,11 +12,12 @@ import sqlite3
 from collections.abc import Callable
 
 from funchost.clock import Clock
+from funchost.errors import StorageError
 from funchost.storage.blob_api import ListedPage
 from funchost.storage.blobs import BlobProperties
 from funchost.storage.sqlite.blob_extras import full_properties
 from funchost.storage.sqlite.blob_rows import lease_of
-from funchost.storage.sqlite.blob_sql import container_versioning, resolve, snapshot
+from funchost.storage.sqlite.blob_sql import check_etag, container_versioning, read_range, resolve, snapshot
 
 BATCH = 256
 
@@ -28,6 +29,24 @@ def reader(container: str, name: str, version_id: str | None, clock: Clock) -> C
     def run(conn: sqlite3.Connection) -> BlobProperties:
         row, lease = resolve(conn, container, name, version_id, now)
         return full_properties(row, lease)
+
+    return snapshot(run)
+
+
+def downloader(container: str, name: str, offset: int, length: int | None, version_id: str | None,
+               if_match: str | None, clock: Clock) -> Callable[[sqlite3.Connection], tuple[bytes, BlobProperties]]:
+    """A range of the content and the full properties, from one snapshot."""
+    now = clock.now().timestamp()
+
+    def run(conn: sqlite3.Connection) -> tuple[bytes, BlobProperties]:
+        row, lease = resolve(conn, container, name, version_id, now)
+        check_etag(row, if_match)
+        size = row["size"]
+        if (offset > 0 or length is not None) and offset >= size:
+            raise StorageError(f"the range starts at {offset}, past the blob's {size} bytes", code="InvalidRange",
+                               status=416)
+        end = size if length is None else min(size, offset + length)
+        return read_range(conn, row["content_id"], offset, end), full_properties(row, lease)
 
     return snapshot(run)
 

@@ -22,7 +22,10 @@ website, user delegation keys, ...) answers 501 NotImplemented, never a crash.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from funchost.errors import ContainerNotFound
+from funchost.storage.blob_api import BlobApi
 from funchost.storage_endpoints.app import Handler, Operation, StorageApp, unknown_operation
 from funchost.storage_endpoints.blob.blobs import Blobs
 from funchost.storage_endpoints.blob.containers import Containers, service_properties_xml, xml_response
@@ -44,7 +47,6 @@ class BlobApp(StorageApp):
     service = "blob"
 
     def route(self, request: StorageRequest) -> Operation:
-        blobs = self.storage.blobs(request.account)
         method, comp, restype = request.method, request.query.get("comp"), request.query.get("restype")
         if comp in NOT_SUPPORTED_COMPS:
             raise not_supported(NOT_SUPPORTED_COMPS[comp])
@@ -52,16 +54,16 @@ class BlobApp(StorageApp):
             return Operation("GetAccountInformation", _account_information, Access("s", "rwdlacup"))
         container, _, name = request.resource.partition("/")
         if not container:
-            return self._service_route(request, method, comp, restype, blobs)
+            return self._service_route(request, method, comp, restype)
         if name:
-            return self._blob_route(request, method, comp, container, name, blobs)
+            return self._blob_route(request, method, comp, container, name)
         if container == "$root" or restype != "container":
             raise ApiError(400, "InvalidQueryParameterValue", "The blob name is missing, or restype=container is "
                            "missing for a container operation.", {"QueryParameterName": "restype"})
-        return self._container_route(request, method, comp, container, blobs)
+        return self._container_route(request, method, comp, container)
 
-    def _service_route(self, request: StorageRequest, method: str, comp: str | None, restype: str | None,
-                       blobs: object) -> Operation:
+    def _service_route(self, request: StorageRequest, method: str, comp: str | None, restype: str | None
+                       ) -> Operation:
         handlers = Containers(self.storage.blobs(request.account))
         if method == "GET" and comp == "list":
             return Operation("ListContainers", handlers.list_containers, Access("s", "l"))
@@ -71,26 +73,11 @@ class BlobApp(StorageApp):
             raise not_supported("Set Blob Service Properties")
         raise unknown_operation(request)
 
-    def _container_route(self, request: StorageRequest, method: str, comp: str | None, container: str,
-                         blobs: object) -> Operation:
+    def _container_route(self, request: StorageRequest, method: str, comp: str | None, container: str
+                         ) -> Operation:
         api = self.storage.blobs(request.account)
         handlers = Containers(api)
-        scope = Scope(container=container)
-
-        async def public_access() -> str | None:
-            try:
-                return (await api.get_container_properties(container)).public_access
-            except ContainerNotFound:
-                return None
-
-        async def policy(identifier: str) -> StoredPolicy | None:
-            _, identifiers = await api.get_container_acl(container)
-            found = next((i for i in identifiers if i.id == identifier), None)
-            return StoredPolicy(found.start, found.expiry, found.permission) if found else None
-
-        def op(name: str, handler: Handler, access: Access, public: bool = False, limit: int = 4 * 1024 * 1024
-               ) -> Operation:
-            return Operation(name, handler, access, scope, limit, public_access if public else None, policy)
+        op = _operations(api, Scope(container=container))
 
         if comp is None:
             if method == "PUT":
@@ -115,26 +102,11 @@ class BlobApp(StorageApp):
             return op("ListBlobs", handlers.list_blobs, Access("c", "l"), public=True)
         raise unknown_operation(request)
 
-    def _blob_route(self, request: StorageRequest, method: str, comp: str | None, container: str, name: str,
-                    blobs: object) -> Operation:
+    def _blob_route(self, request: StorageRequest, method: str, comp: str | None, container: str, name: str
+                    ) -> Operation:
         api = self.storage.blobs(request.account)
         handlers = Blobs(api)
-        scope = Scope(container=container, blob=name)
-
-        async def public_access() -> str | None:
-            try:
-                return (await api.get_container_properties(container)).public_access
-            except ContainerNotFound:
-                return None
-
-        async def policy(identifier: str) -> StoredPolicy | None:
-            _, identifiers = await api.get_container_acl(container)
-            found = next((i for i in identifiers if i.id == identifier), None)
-            return StoredPolicy(found.start, found.expiry, found.permission) if found else None
-
-        def op(op_name: str, handler: Handler, access: Access, public: bool = False,
-               limit: int = 4 * 1024 * 1024) -> Operation:
-            return Operation(op_name, handler, access, scope, limit, public_access if public else None, policy)
+        op = _operations(api, Scope(container=container, blob=name))
 
         async def head(request: StorageRequest) -> Response:
             return await handlers.get(request, head=True)
@@ -168,6 +140,31 @@ class BlobApp(StorageApp):
         elif comp == "appendblock" and method == "PUT":
             return op("AppendBlock", handlers.append_block, Access("o", "aw"), limit=BLOB_BODY_LIMIT)
         raise unknown_operation(request)
+
+
+OperationMaker = Callable[..., Operation]
+
+
+def _operations(api: BlobApi, scope: Scope) -> OperationMaker:
+    """Operations on one container or blob: the container's public access level and stored
+    access policies are looked up only when the request needs them (anonymous, or SAS with si)."""
+
+    async def public_access() -> str | None:
+        try:
+            return (await api.get_container_properties(scope.container)).public_access
+        except ContainerNotFound:
+            return None
+
+    async def policy(identifier: str) -> StoredPolicy | None:
+        _, identifiers = await api.get_container_acl(scope.container)
+        found = next((i for i in identifiers if i.id == identifier), None)
+        return StoredPolicy(found.start, found.expiry, found.permission) if found else None
+
+    def op(name: str, handler: Handler, access: Access, public: bool = False, limit: int = 4 * 1024 * 1024
+           ) -> Operation:
+        return Operation(name, handler, access, scope, limit, public_access if public else None, policy)
+
+    return op
 
 
 async def _service_properties(request: StorageRequest) -> Response:

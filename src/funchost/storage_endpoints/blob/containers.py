@@ -18,7 +18,7 @@ from funchost.storage_endpoints.blob.properties import (
     container_headers,
     lease_headers,
 )
-from funchost.storage_endpoints.errors import ApiError
+from funchost.storage_endpoints.errors import ApiError, not_supported
 from funchost.storage_endpoints.wire import Response, StorageRequest, http_date
 
 XML_HEAD = '<?xml version="1.0" encoding="utf-8"?>'
@@ -123,8 +123,6 @@ class Containers:
         unsupported = includes & {"snapshots", "versions", "deleted", "uncommittedblobs", "tags", "immutabilitypolicy",
                                   "legalhold", "deletedwithversions"}
         if unsupported:
-            from funchost.storage_endpoints.errors import not_supported
-
             raise not_supported(f"List Blobs with include={','.join(sorted(unsupported))}")
         prefix, marker = request.query.get("prefix", ""), request.query.get("marker", "")
         delimiter = request.query.get("delimiter", "")
