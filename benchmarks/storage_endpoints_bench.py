@@ -1,6 +1,6 @@
 """Storage REST endpoints: the same official SDK clients against funchost's endpoints and Azurite.
 
-    python benchmarks/storage_endpoints_bench.py   # [--depths 1000,100000] [--clients 2] ...
+    python benchmarks/storage_endpoints_bench.py   # [--depths 1000,5000,100000] [--clients 2] ...
 
 Both servers run as their own process on this machine, in the same run: `funchost storage serve`
 over a fresh data folder, and Azurite in memory (tests/support/azurite.py). The clients are the
@@ -300,16 +300,16 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--depths", type=lambda s: [int(x) for x in s.split(",")], default=[1000, 100000],
+    parser.add_argument("--depths", type=lambda s: [int(x) for x in s.split(",")], default=[1000, 5000, 100000],
                         help="queue depths to measure at (comma-separated)")
-    parser.add_argument("--messages", type=int, default=3000, help="messages put, then received and deleted")
+    parser.add_argument("--messages", type=int, default=1000, help="messages put, then received and deleted")
     parser.add_argument("--clients", type=int, default=2, help="client processes")
     parser.add_argument("--concurrency", type=int, default=16, help="requests in flight per client process")
     parser.add_argument("--blobs", type=int, default=400)
     parser.add_argument("--blob-kb", type=int, default=64)
     parser.add_argument("--entities", type=int, default=2000)
     parser.add_argument("--no-azurite", action="store_true", help="measure funchost only")
-    parser.add_argument("--azurite-max-depth", type=int, default=20000,
+    parser.add_argument("--azurite-max-depth", type=int, default=5000,
                         help="deepest queue measured on Azurite (filling it slows down as it grows)")
     parser.add_argument("--output", type=Path, default=REPO / "benchmarks" / "results" / "storage_endpoints.json")
     # worker mode (internal): one client process of a phase
