@@ -270,7 +270,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "benchmark": "storage_endpoints", "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
         "load_average_at_start": os.getloadavg(), "azurite": _azurite_version(),
-        "parameters": {k: v for k, v in vars(args).items() if k not in ("output", "worker", "connection")},
+        "parameters": {k: v for k, v in vars(args).items()
+                       if k not in ("output", "worker", "connection", "name", "start", "count", "size")},
         "targets": {},
     }
     with tempfile.TemporaryDirectory(prefix="funchost-bench-") as tmp:
