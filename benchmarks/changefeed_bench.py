@@ -54,7 +54,7 @@ async def backlog(n: int, partitions: int, max_items: int) -> dict[str, Any]:
         items = await make_containers(runtime, partitions=partitions)
         store = runtime.storage.documents("CosmosDB")
         docs = [{"id": f"d{i}", "pk": f"k{i % 97}", "n": i} for i in range(n)]
-        await store.run(lambda conn: [store.upsert_item(conn, "db", "items", d) for d in docs])
+        await asyncio.gather(*(store.upsert_item("db", "items", d) for d in docs))
         cf = listener(trigger_function(startFromBeginning=True, maxItemsPerInvocation=max_items), runtime)
         started = time.perf_counter()
         await cf.start()

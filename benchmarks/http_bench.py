@@ -1,12 +1,15 @@
 """HTTP trigger throughput, latency and start-up time: funchost vs bare uvicorn.
 
-    python benchmarks/http_bench.py [--duration 5] [--connections 16] [--rounds 2]
+    python benchmarks/http_bench.py [--duration 5] [--connections 16] [--rounds 2] [--baseline-src DIR]
 
-Targets, both started as separate processes and measured by the same load generator with the
+Targets, all started as separate processes and measured by the same load generator with the
 same concurrency, interleaved round by round:
 
 * ``funchost``: ``funchost start`` on a one-function app (``GET /api/hello`` -> "Hello, world!");
-* ``bare``: a raw ASGI hello-world callable on the same uvicorn (httptools + uvloop).
+* ``bare``: a raw ASGI hello-world callable on the same uvicorn (httptools + uvloop);
+* ``baseline`` (with ``--baseline-src``): the same app on funchost from another source tree
+  (e.g. ``git worktree add /tmp/before <commit>``), to measure a change before and after in
+  one run.
 
 The load generator is ``wrk`` when installed (``apt-get install wrk``), else a keep-alive client
 on raw sockets in its own process. Start-up time is measured from process spawn to the first
@@ -127,10 +130,15 @@ def wait_ready(port: int, timeout: float = 30.0) -> float:
     raise RuntimeError(f"port {port} did not serve {PATH} within {timeout}s")
 
 
-def start_funchost(app_dir: Path, data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+def start_funchost(app_dir: Path, data_dir: Path, port: int, src: Path | None = None) -> subprocess.Popen[bytes]:
+    """`funchost start`; from the source tree `src` (its `src/` folder first on the path) if given."""
     cli = "import sys; from funchost.cli import main; sys.exit(main())"
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src / "src"), env.get("PYTHONPATH")]))
     return subprocess.Popen([sys.executable, "-c", cli, "start", str(app_dir), "--port", str(port),
-                             "--data", str(data_dir), "--no-storage-endpoints"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "--data", str(data_dir), "--no-storage-endpoints"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
@@ -178,8 +186,29 @@ def run_python_client(port: int, connections: int, duration: float) -> dict[str,
     return json.loads(out)
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process (Linux /proc), threads included; None elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(load: Any, process: subprocess.Popen[bytes], port: int, connections: int,
+             duration: float) -> dict[str, float]:
+    """One load run, with the server's CPU time per request: unlike req/s, it hardly moves when
+    other work shares the machine."""
+    before = cpu_seconds(process.pid)
+    sample: dict[str, float] = load(port, connections, duration)
+    after = cpu_seconds(process.pid)
+    if before is not None and after is not None and sample["requests"]:
+        sample["cpu_us_per_request"] = (after - before) / sample["requests"] * 1e6
+    return sample
+
+
 def summarize(samples: list[dict[str, float]]) -> dict[str, Any]:
-    keys = ("rps", "p50_ms", "p90_ms", "p99_ms")
+    keys = [key for key in ("rps", "p50_ms", "p90_ms", "p99_ms", "cpu_us_per_request") if key in samples[0]]
     return {key: round(statistics.median(s[key] for s in samples), 3) for key in keys} | {"rounds": samples}
 
 
@@ -190,6 +219,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds per target")
     parser.add_argument("--startup-runs", type=int, default=3)
     parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
+    parser.add_argument("--baseline-src", type=Path, help="a funchost source tree to measure as 'baseline'")
     args = parser.parse_args()
     client = args.client if args.client != "auto" else ("wrk" if shutil.which("wrk") else "python")
     load = run_wrk if client == "wrk" else run_python_client
@@ -202,40 +232,52 @@ def main() -> int:
         (app_dir / "host.json").write_text('{"version": "2.0"}')
         startup = measure_startup(app_dir, work, args.startup_runs)
 
-        bare_port, funchost_port = free_port(), free_port()
-        bare = subprocess.Popen([sys.executable, "-c", BARE, str(bare_port)])
-        funchost = start_funchost(app_dir, work / "data", funchost_port)
-        samples: dict[str, list[dict[str, float]]] = {"bare": [], "funchost": []}
+        ports = {"bare": free_port(), "funchost": free_port()}
+        processes = {"bare": subprocess.Popen([sys.executable, "-c", BARE, str(ports["bare"])]),
+                     "funchost": start_funchost(app_dir, work / "data", ports["funchost"])}
+        if args.baseline_src is not None:
+            ports["baseline"] = free_port()
+            processes["baseline"] = start_funchost(app_dir, work / "baseline-data", ports["baseline"],
+                                                   args.baseline_src.resolve())
+        samples: dict[str, list[dict[str, float]]] = {name: [] for name in ports}
         try:
-            wait_ready(bare_port)
-            wait_ready(funchost_port)
-            for port in (bare_port, funchost_port):  # warm-up
-                load(port, args.connections, 1.0)
+            for port in ports.values():
+                wait_ready(port)
+                load(port, args.connections, 1.0)  # warm-up
             for _ in range(args.rounds):
-                samples["bare"].append(load(bare_port, args.connections, args.duration))
-                samples["funchost"].append(load(funchost_port, args.connections, args.duration))
+                for name, port in ports.items():
+                    samples[name].append(measured(load, processes[name], port, args.connections, args.duration))
         finally:
-            stop(funchost)
-            stop(bare)
+            for process in processes.values():
+                stop(process)
 
     result = {
         "environment": {"python": platform.python_version(), "machine": platform.machine(),
                         "cpus": os.cpu_count(), "client": client},
         "parameters": {"duration_s": args.duration, "connections": args.connections, "rounds": args.rounds},
         "startup_ms": {"median": round(statistics.median(startup), 1), "runs": [round(t, 1) for t in startup]},
-        "bare": summarize(samples["bare"]),
-        "funchost": summarize(samples["funchost"]),
-    }
+    } | {name: summarize(rounds) for name, rounds in samples.items()}
     result["funchost_vs_bare_rps"] = round(result["funchost"]["rps"] / result["bare"]["rps"], 3)
+    if "baseline" in samples:
+        result["baseline_src"] = str(args.baseline_src)
+        result["funchost_vs_baseline_rps"] = round(result["funchost"]["rps"] / result["baseline"]["rps"], 3)
+        if "cpu_us_per_request" in result["funchost"]:
+            result["funchost_vs_baseline_cpu"] = round(
+                result["funchost"]["cpu_us_per_request"] / result["baseline"]["cpu_us_per_request"], 3)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2))
     print(f"client: {client}, {args.connections} connections, {args.rounds} x {args.duration:g}s per target")
-    print(f"{'target':10} {'req/s':>10} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8}")
-    for name in ("bare", "funchost"):
+    print(f"{'target':10} {'req/s':>10} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'CPU µs/req':>11}")
+    for name in samples:
         row = result[name]
-        print(f"{name:10} {row['rps']:>10.0f} {row['p50_ms']:>8.2f} {row['p90_ms']:>8.2f} {row['p99_ms']:>8.2f}")
+        cpu = row.get("cpu_us_per_request", float("nan"))
+        print(f"{name:10} {row['rps']:>10.0f} {row['p50_ms']:>8.2f} {row['p90_ms']:>8.2f} {row['p99_ms']:>8.2f} "
+              f"{cpu:>11.1f}")
     print(f"funchost / bare: {result['funchost_vs_bare_rps']:.0%}   start-up (spawn -> first response): "
           f"{result['startup_ms']['median']:.0f} ms")
+    if "baseline" in samples:
+        print(f"funchost / baseline: {result['funchost_vs_baseline_rps']:.1%} of the req/s, "
+              f"{result.get('funchost_vs_baseline_cpu', float('nan')):.1%} of the CPU time per request")
     print(f"written to {RESULTS.relative_to(ROOT.parent)}")
     return 0
 

@@ -37,7 +37,7 @@ from typing import Any
 from funchost.clock import SystemClock
 from funchost.host import Host, HostConfig
 from funchost.settings.app_settings import AppSettings
-from funchost.storage.backend import EmbeddedStorage
+from funchost.storage.host_storage import open_storage
 
 RESULTS = Path(__file__).resolve().parent / "results" / "queue.json"
 QUEUE = "bench"
@@ -73,7 +73,7 @@ def write_app(folder: Path, queues: dict[str, Any] | None = None) -> Path:
 
 async def prefill(data_dir: Path, count: int, queue: str = QUEUE) -> float:
     """Put `count` messages through the service; returns messages/s."""
-    storage = EmbeddedStorage(data_dir, AppSettings({}, environ={}), SystemClock())
+    storage = open_storage("embedded", data_dir, AppSettings({}, environ={}), SystemClock())
     service = storage.queues()
     await service.create_queue(queue)
     text = base64.b64encode(b'{"n": 1}').decode()
@@ -160,7 +160,7 @@ async def trigger_only(work: Path, count: int, queues: dict[str, Any]) -> dict[s
     invoker = _NoopInvoker()
     options = parse_host_json({"version": "2.0", "extensions": {"queues": queues}})
     runtime = Runtime(app_dir=work, data_dir=data, clock=SystemClock(), settings=settings, options=options,
-                      storage=EmbeddedStorage(data, settings, SystemClock()), invoker=invoker)
+                      storage=open_storage("embedded", data, settings, SystemClock()), invoker=invoker)
     trigger = BindingSpec("msg", "queueTrigger", "in", None, {"queueName": QUEUE}, is_trigger=True)
     function = FunctionSpec("noop", lambda msg: None, trigger, (trigger,), (), None, None, False,
                             "function_app.py", ".", None)

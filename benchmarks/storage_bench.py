@@ -31,7 +31,7 @@ from tests.support.azurite import get_server, stop_server  # noqa: E402
 
 from funchost.clock import SystemClock  # noqa: E402
 from funchost.settings.app_settings import AppSettings  # noqa: E402
-from funchost.storage.backend import EmbeddedStorage, StorageBackend  # noqa: E402
+from funchost.storage.host_storage import HostStorage, open_storage  # noqa: E402
 
 MB = 1024 * 1024
 
@@ -50,7 +50,7 @@ def _rate(count: float, seconds: float) -> float:
     return round(count / seconds, 1) if seconds > 0 else float("inf")
 
 
-async def bench_queue(backend: StorageBackend, messages: int, concurrency: int) -> dict[str, Any]:
+async def bench_queue(backend: HostStorage, messages: int, concurrency: int) -> dict[str, Any]:
     queues = backend.queues()
     name = f"bench-{uuid.uuid4().hex[:10]}"
     await queues.create_queue(name)
@@ -88,7 +88,7 @@ async def bench_queue(backend: StorageBackend, messages: int, concurrency: int) 
 
 
 async def bench_blob(
-    backend: StorageBackend, blobs_count: int, blob_mb: float, concurrency: int
+    backend: HostStorage, blobs_count: int, blob_mb: float, concurrency: int
 ) -> dict[str, Any]:
     blobs = backend.blobs()
     container = f"bench-{uuid.uuid4().hex[:10]}"
@@ -122,7 +122,7 @@ async def bench_blob(
     }
 
 
-async def run_backend(label: str, backend: StorageBackend, args: argparse.Namespace) -> dict[str, Any]:
+async def run_backend(label: str, backend: HostStorage, args: argparse.Namespace) -> dict[str, Any]:
     try:
         queue = await bench_queue(backend, args.messages, args.concurrency)
         blob = await bench_blob(backend, args.blobs, args.blob_mb, args.blob_concurrency)
@@ -158,17 +158,16 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "backends": {},
     }
     with tempfile.TemporaryDirectory(prefix="funchost-bench-") as tmp:
-        embedded = EmbeddedStorage(Path(tmp), AppSettings({}, environ={}), SystemClock())
+        embedded = open_storage("embedded", Path(tmp), AppSettings({}, environ={}), SystemClock())
         results["backends"]["embedded"] = await run_backend("embedded", embedded, args)
-
-    from funchost.storage.azure import AzureStorage
 
     server = get_server()
     try:
-        azure = AzureStorage(
-            AppSettings({"AzureWebJobsStorage": server.connection_string}, environ={}), SystemClock()
-        )
-        results["backends"]["azurite"] = await run_backend("azurite", azure, args)
+        with tempfile.TemporaryDirectory(prefix="funchost-bench-") as local:
+            azure = open_storage("azure", Path(local),
+                                 AppSettings({"AzureWebJobsStorage": server.connection_string}, environ={}),
+                                 SystemClock())
+            results["backends"]["azurite"] = await run_backend("azurite", azure, args)
     finally:
         stop_server()
     return results

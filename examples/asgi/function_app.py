@@ -1,13 +1,25 @@
 """A FastAPI app served through Azure Functions' ASGI integration (func.AsgiFunctionApp).
 
 Every path under the route prefix goes to FastAPI: /api/health, /api/items/{id}, POST /api/items.
+The lifespan starts with the first request and shuts down when the host stops.
 """
+
+import logging
+from contextlib import asynccontextmanager
 
 import azure.functions as func
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel
 
-api = FastAPI()
+
+@asynccontextmanager
+async def lifespan(app: FastAPI):
+    logging.info("FastAPI app started")
+    yield
+    logging.info("FastAPI app stopped")
+
+
+api = FastAPI(lifespan=lifespan)
 ITEMS: dict[int, dict] = {1: {"id": 1, "name": "first"}}
 
 

@@ -4,12 +4,16 @@ Start order: storage and runtime, host services (Event Grid), trigger listeners,
 server (so the admin status endpoint answering means everything is running). Stop order is the
 reverse: HTTP first (in-flight requests finish, new ones are refused), then listeners (in-flight
 messages finish and are completed), then services, executor and storage.
+
+One broken function does not stop the app (docs/isolation.md): a function the host cannot set
+up, or whose listener cannot start, is listed in error and the rest runs. Only app-level
+failures (the app does not import, has no or two apps, the worker refuses its functions, a
+host.json error) stop the start.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import os
 import re
@@ -21,27 +25,30 @@ from typing import Any
 
 from funchost import __version__
 from funchost.clock import Clock, SystemClock
-from funchost.errors import AppLoadError, ConfigError, FunchostError
 from funchost.indexing.indexer import index_app
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation import retry as retry_rules
-from funchost.invocation.executor import Executor, thread_count_from
+from funchost.invocation.executor import Executor
+from funchost.listeners.function_listener import MAX_RETRY_INTERVAL, FunctionListener
 from funchost.runtime import registry
-from funchost.runtime.contracts import Listener, Runtime
+from funchost.runtime.contracts import HostService, Runtime
 from funchost.runtime.current import get_current, set_current
-from funchost.runtime.fault_storage import FaultInjectingStorage
 from funchost.runtime.faults import FaultInjector
+from funchost.runtime.function_checks import function_error
+from funchost.runtime.services import HostServices
 from funchost.runtime.signals import Signals
 from funchost.settings.app_settings import AppSettings
+from funchost.settings.exported import HOSTNAME, export, exported_settings, hostname
 from funchost.settings.host_json import load_host_json
 from funchost.settings.local_settings import load_local_settings
-from funchost.storage.backend import create_backend
+from funchost.settings.timespan import parse_timespan
+from funchost.storage.host_storage import open_storage
 
 log = logging.getLogger("funchost.host")
+startup_log = logging.getLogger("funchost.startup")
 
 DEFAULT_PORT = 7071
-# Host-wide services started with every host, whatever functions the app has.
-HOST_SERVICES = ("funchost.eventgrid.service", "funchost.storage_endpoints.service")
+LISTENER_RETRY_SETTING = "FUNCHOST_LISTENER_RETRY_MAX_INTERVAL"
 
 
 @dataclass
@@ -59,77 +66,76 @@ class HostConfig:
     faults: FaultInjector | None = None
 
 
+@dataclass(frozen=True)
+class FunctionRow:
+    """One line of the start-up listing."""
+
+    name: str
+    description: str
+    errors: list[str]
+    file: str | None = None
+    line: int | None = None
+
+
 class Host:
     def __init__(self, config: HostConfig) -> None:
         self.config = config
         self.app_dir = Path(config.app_dir).resolve()
         self.data_dir = Path(config.data_dir).resolve() if config.data_dir else self.app_dir / ".funchost"
         self.runtime: Runtime | None = None
-        self.functions: list[FunctionSpec] = []
-        self.listeners: dict[str, Listener] = {}
+        self.functions: list[FunctionSpec] = []  # every indexed function, in error or not
+        self.listeners: dict[str, FunctionListener] = {}
         self.http_server: Any = None
         self.keys: Any = None
         self.port: int | None = None
         self.state = "Created"
         self._started_at = time.monotonic()
-        self._services: list[Any] = []
-        self._executor: Executor | None = None
+        self._services: list[HostService] = []
 
     # -- load ------------------------------------------------------------------------------------
 
     def load(self) -> Runtime:
         """Read configuration and index the app. Raises AppLoadError / ConfigError."""
         local = load_local_settings(self.app_dir)
+        self.port = self.config.port if self.config.port is not None else local.local_http_port or DEFAULT_PORT
+        exported = exported_settings(local, self.port, warn=True)  # port 0: hostname exported once bound
         if self.config.apply_environment:
-            for name, value in local.values.items():
-                os.environ.setdefault(name, value)
+            export(exported, os.environ)
         environ = dict(os.environ)
         environ.update(self.config.settings_override)
-        settings = AppSettings(local.values, environ=environ)
+        settings = AppSettings(exported, environ=environ)
         options = load_host_json(self.app_dir, settings)
         self.functions = index_app(self.app_dir, settings, options.retry)
         clock = self.config.clock or SystemClock()
-        self._executor = Executor(thread_count=thread_count_from(settings.get("PYTHON_THREADPOOL_THREAD_COUNT")))
         faults = self.config.faults or FaultInjector()
-        storage = FaultInjectingStorage(create_backend(self.config.storage, self.data_dir, settings, clock), faults)
+        signals = Signals()
         runtime = Runtime(
             app_dir=self.app_dir,
             data_dir=self.data_dir,
             clock=clock,
             settings=settings,
             options=options,
-            storage=storage,
-            invoker=self._executor,
-            signals=Signals(),
+            storage=open_storage(self.config.storage, self.data_dir, settings, clock, faults=faults,
+                                 signals=signals),
+            signals=signals,
             faults=faults,
             functions={f.name: f for f in self.functions},
             host_id=host_id_for(self.app_dir, settings),
+            services=HostServices(base_url=f"http://localhost:{self.port}", status=self.status),
         )
-        self._executor.runtime = runtime
-        if self.config.port is not None:
-            self.port = self.config.port  # 0 = pick a free port
-        else:
-            self.port = local.local_http_port or DEFAULT_PORT
-        runtime.services["http.base_url"] = f"http://localhost:{self.port}"
-        runtime.services["host.status"] = self.status
-        runtime.services["host"] = self
         self.runtime = runtime
-        self._validate(runtime)
+        self._check_functions(runtime)
         return runtime
 
-    def _validate(self, runtime: Runtime) -> None:
-        for function in self.functions:
-            try:
-                trigger = registry.require_trigger(function.trigger_type)
-                trigger.validate(function, runtime)
-                for binding in function.bindings:
-                    if not binding.is_trigger:
-                        registry.require_binding(binding.type).validate(binding, function, runtime)
-            except AppLoadError:
-                raise
-            except (ConfigError, FunchostError, ValueError) as exc:
-                raise AppLoadError(str(exc), file=function.script_file, line=function.source_line,
-                                   function=function.name) from exc
+    def _check_functions(self, runtime: Runtime) -> None:
+        """Leave out of `runtime.functions` every function the host cannot set up (in name
+        order, which is the order HTTP routes are registered and checked for conflicts)."""
+        for function in sorted(self.functions, key=lambda f: f.name.upper()):
+            reason = function_error(function, runtime)
+            if reason is not None:
+                runtime.function_errors.add(function.name, reason)
+                del runtime.functions[function.name]
+                continue
             if function.retry is not None:
                 warning = retry_rules.unsupported_trigger_warning(function.name, function.trigger_type)
                 if warning:
@@ -139,51 +145,72 @@ class Host:
 
     async def start(self) -> None:
         runtime = self.runtime or self.load()
-        runtime.signals.bind_loop(asyncio.get_running_loop())
-        runtime.services["loop"] = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
+        runtime.signals.bind_loop(loop)
+        runtime.services.loop = loop
         set_current(runtime)
         self.state = "Initialized"
         try:
             await self._start_services(runtime)
-            for function in self.functions:
+            for function in runtime.functions.values():
                 if runtime.settings.is_function_disabled(function.name):
                     log.info("Function 'Functions.%s' is disabled (AzureWebJobs.%s.Disabled)",
                              function.name, function.name)
                     continue  # no listener: its trigger never fires (HTTP answers 404)
-                support = registry.require_trigger(function.trigger_type)
-                listener = support.create_listener(function, runtime)
-                if listener is not None:
-                    await listener.start()
-                    self.listeners[function.name] = listener
+                await self._start_listener(function, runtime)
             if self.config.serve_http:
                 await self._start_http(runtime)
         except BaseException:
             await self.stop()
             raise
+        for name, reasons in runtime.function_errors.items():
+            for reason in reasons:  # as ScriptHost.LogHostFunctionErrors after the start
+                startup_log.error("The '%s' function is in error: %s", name, reason,
+                                  extra={"event": "FunctionError", "function": name, "error": reason})
         self.state = "Running"
 
     async def _start_services(self, runtime: Runtime) -> None:
-        for module_name in HOST_SERVICES:
-            try:
-                module = importlib.import_module(module_name)
-            except ModuleNotFoundError as exc:
-                if exc.name is not None and module_name.startswith(exc.name):
-                    continue
-                raise
-            service = await module.start(runtime)
+        for start in registry.host_service_starts():
+            service = await start(runtime)
             if service is not None:
                 self._services.append(service)
+
+    async def _start_listener(self, function: FunctionSpec, runtime: Runtime) -> None:
+        support = registry.require_trigger(function.trigger_type)
+        listener = FunctionListener(function.name, lambda: support.create_listener(function, runtime),
+                                    runtime.function_errors, runtime.clock,
+                                    max_retry_interval=self._listener_retry_cap(runtime.settings))
+        await listener.start()
+        if listener.started and listener.listener is None:
+            return  # nothing to listen to: the HTTP server or a host service drives it
+        self.listeners[function.name] = listener
+
+    @staticmethod
+    def _listener_retry_cap(settings: AppSettings) -> float:
+        value = settings.get(LISTENER_RETRY_SETTING)
+        if not value:
+            return MAX_RETRY_INTERVAL
+        try:
+            seconds = parse_timespan(value)
+        except ValueError:
+            log.warning("%s=%r is not a TimeSpan; using %s", LISTENER_RETRY_SETTING, value, "00:02:00")
+            return MAX_RETRY_INTERVAL
+        return max(0.1, min(seconds, MAX_RETRY_INTERVAL))
 
     async def _start_http(self, runtime: Runtime) -> None:
         from funchost.triggers.http.keys import KeyStore
         from funchost.triggers.http.server import HttpServer
 
         self.keys = KeyStore.load_or_create(self.data_dir, runtime.settings, [f.name for f in self.functions])
-        runtime.services["http.keys"] = self.keys
-        self.http_server = HttpServer(runtime, self.keys, host=self.config.bind, port=self.port if self.port is not None else DEFAULT_PORT)
+        runtime.services.keys = self.keys
+        self.http_server = HttpServer(runtime, self.keys, host=self.config.bind,
+                                      port=self.port if self.port is not None else DEFAULT_PORT)
         await self.http_server.start()
         self.port = self.http_server.port
-        runtime.services["http.base_url"] = f"http://localhost:{self.port}"
+        runtime.services.base_url = f"http://localhost:{self.port}"
+        runtime.services.provide(self.http_server)
+        if self.config.apply_environment:
+            export({HOSTNAME: hostname(self.port)}, os.environ)  # when the port was picked at bind
 
     async def stop(self) -> None:
         """Graceful: HTTP in-flight finish, listeners finish their work, then close storage."""
@@ -192,13 +219,15 @@ class Host:
         self.state = "Stopping"
         if self.http_server is not None:
             await _quietly(self.http_server.stop(), "HTTP server")
+            if self.runtime is not None:
+                self.runtime.services.withdraw(self.http_server)
         for name, listener in reversed(list(self.listeners.items())):
             await _quietly(listener.stop(), f"listener of {name}")
         for service in reversed(self._services):
             await _quietly(service.stop(), "host service")
-        if self._executor is not None:
-            await _quietly(self._executor.stop(), "executor")
         if self.runtime is not None:
+            if isinstance(self.runtime.invoker, Executor):
+                await _quietly(self.runtime.invoker.stop(), "executor")
             await _quietly(self.runtime.storage.aclose(), "storage")
             if get_current() is self.runtime:
                 set_current(None)
@@ -216,16 +245,21 @@ class Host:
             "storage": self.config.storage,
         }
 
-    def describe_functions(self) -> list[tuple[str, str]]:
+    def describe_functions(self) -> list[FunctionRow]:
+        """Every indexed function by name: its trigger's description, and its errors if any."""
         runtime = self.runtime
         assert runtime is not None
         rows = []
         for function in sorted(self.functions, key=lambda f: f.name.lower()):
-            support = registry.require_trigger(function.trigger_type)
-            description = support.describe(function, runtime)
+            errors = runtime.function_errors.of(function.name)
+            support = registry.trigger_support(function.trigger_type)
+            if function.name in runtime.functions and support is not None:
+                description = support.describe(function, runtime)
+            else:
+                description = function.trigger_type
             if runtime.settings.is_function_disabled(function.name):
                 description += " (disabled)"
-            rows.append((function.name, description))
+            rows.append(FunctionRow(function.name, description, errors, function.script_file, function.source_line))
         return rows
 
 

@@ -32,6 +32,8 @@ def category_of(record: logging.LogRecord) -> str:
     if record.name.startswith("funchost"):
         area = record.name.split(".", 1)[1] if "." in record.name else "General"
         return f"Host.{area.capitalize()}"
+    if record.name.startswith("Host."):
+        return record.name  # already a host category (e.g. Host.Triggers.CosmosDB)
     info = current_invocation.get()
     if info is not None:
         return f"Function.{info.function_name}.User"
@@ -142,7 +144,11 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.stream.write(self.format(record) + self.terminator)
+            line = self.format(record) + self.terminator
+            try:
+                self.stream.write(line)
+            except UnicodeEncodeError:  # e.g. a lone surrogate a client sent: escape it, keep the line
+                self.stream.write(_encodable(line, self.stream))
             if not self.buffered or self._closing:
                 self.stream.flush()
             elif not self._dirty:
@@ -200,6 +206,11 @@ def _stop_all_flushers() -> None:
 
 
 threading._register_atexit(_stop_all_flushers)  # type: ignore[attr-defined]
+
+
+def _encodable(text: str, stream: TextIO) -> str:
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    return text.encode(encoding, "backslashreplace").decode(encoding)
 
 
 def _is_terminal(stream: TextIO) -> bool:

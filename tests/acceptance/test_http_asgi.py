@@ -12,7 +12,7 @@ pytestmark = pytest.mark.acceptance
 APP = Path(__file__).resolve().parents[2] / "examples" / "asgi"
 
 
-def test_fastapi_app_through_the_asgi_function_app(tmp_path: Path) -> None:
+def test_fastapi_app_through_the_asgi_function_app_and_its_shutdown(tmp_path: Path) -> None:
     pytest.importorskip("fastapi")
     host = start_funchost(APP, data_dir=tmp_path / "data")
     try:
@@ -27,3 +27,8 @@ def test_fastapi_app_through_the_asgi_function_app(tmp_path: Path) -> None:
     finally:
         code, output = stop_funchost(host)
     assert code == 0, output
+    stopped = output.index("Stopping host")
+    assert "FastAPI app started" in output[:stopped]
+    assert "FastAPI app stopped" in output[stopped:output.index("Host stopped.")], output
+    for noise in ("Traceback", "CancelledError", "was never awaited", "Exception ignored"):
+        assert noise not in output, output

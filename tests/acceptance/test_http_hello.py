@@ -83,7 +83,7 @@ def test_body_over_limit_is_413(client: httpx.Client) -> None:
     assert client.post("/api/echo", json={"small": True}).status_code == 200
 
 
-def test_failure_is_500_and_no_return_is_200_empty(client: httpx.Client) -> None:
+def test_failure_is_500_and_an_unset_response_is_200_empty(client: httpx.Client) -> None:
     assert client.get("/api/fail").status_code == 500
     nothing = client.get("/api/nothing")
     assert (nothing.status_code, nothing.content) == (200, b"")

@@ -1,4 +1,8 @@
-"""`funchost start` as a user meets it: broken apps, invocation log lines, NDJSON output."""
+"""`funchost start` as a user meets it: broken apps, invocation log lines, NDJSON output.
+
+An app the worker refuses (import or syntax error, no app or two apps, parameters that do not
+match the bindings) does not start; a single function in error does not stop the others
+(test_isolation.py)."""
 
 from __future__ import annotations
 
@@ -41,9 +45,9 @@ def run_start(app_dir: Path, *args: str, timeout: float = 30) -> subprocess.Comp
     ("import azure.functions as func\na = func.FunctionApp()\nb = func.FunctionApp()\n",
      "More than one top level function app instances", None),
     ("import azure.functions as func\napp = func.FunctionApp()\n\n"
-     "@app.service_bus_queue_trigger(arg_name='m', queue_name='q', connection='SB')\n"
-     "def bus(m: func.ServiceBusMessage) -> None:\n    pass\n",
-     "function 'bus': trigger type 'serviceBusTrigger' is not supported", 4),
+     "@app.route(route='x')\n"
+     "def extra(req: func.HttpRequest, surprise: str) -> func.HttpResponse:\n    pass\n",
+     "declared in Python but not in function.json", 4),
     ("import azure.functions as func\napp = func.FunctionApp()\n", "no functions are defined", None),
 ])
 def test_broken_app_names_the_problem_and_exits_1(tmp_path: Path, code: str, expected: str,

@@ -1,7 +1,9 @@
-"""One contract suite, every backend (style principle 5).
+"""One contract suite per port, every backend (style principle 5).
 
-`storage_backend` is parametrized over the backends; each contract test takes `queue_service` or
-`blob_service` and must pass on all of them. Where a backend (Azurite) is known to differ from
+`storage_backend` is parametrized over the backends, each opened as the host opens it
+(`open_storage`: Azure's argument rules, fault points and wake-ups in front of the backend);
+each contract test takes `queue_service`, `blob_service`, `document_store` or `eventgrid_store`
+and must pass on every backend that offers that service. Where a backend (Azurite) is known to differ from
 Azure, the test calls `known_deviation(backend, reason)` which records it with its reason
 (reported in the test summary) instead of silently skipping.
 
@@ -9,9 +11,11 @@ The "azurite" backend is `AzureStorage` (official SDKs) against the session's Az
 (`tests/support/azurite_fixtures.py`); queues and containers a test creates there are deleted
 after it, so fixed names in tests do not leak from one test into the next.
 
-The "rest" backend is the same `AzureStorage` (official SDKs) against funchost's own storage
-endpoints (`funchost.storage_endpoints`) over a fresh embedded store: the ports' rules seen
-through the REST layer. It is not Azurite, so `known_deviation` does not apply to it.
+The "rest" backend is the azure backend (official SDKs), opened as the host opens it, against
+funchost's own storage endpoints (`funchost.storage_endpoints`) over a fresh embedded store: the
+ports' contracts through the REST layer. (What the endpoints answer to arguments the client-side
+rules would stop is tested in `tests/unit/storage_endpoints/`.) It is not Azurite, so
+`known_deviation` does not apply to it.
 """
 
 from __future__ import annotations
@@ -23,15 +27,24 @@ import pytest
 from tests.support.azurite_fixtures import ensure_registered
 from tests.support.endpoints import serve_endpoints
 
-from funchost.clock import SystemClock
+from funchost.clock import ManualClock, SystemClock
+from funchost.runtime.faults import FaultInjector
+from funchost.runtime.signals import Signals
 from funchost.settings.app_settings import AppSettings
-from funchost.storage.backend import EmbeddedStorage
+from funchost.storage.host_storage import HostStorage, open_storage
 
 BACKENDS = [
     "embedded",
     "rest",
     pytest.param("azurite", marks=pytest.mark.azurite),
 ]
+# Backends with a document store and an Event Grid store of their own, opened on a ManualClock
+# (the contracts move time: TTLs, leases). `--storage azure` has neither of its own.
+LOCAL_STATE_BACKENDS = ["embedded"]
+
+
+def open_for_test(kind: str, data_dir: Path, settings: AppSettings, clock: object) -> HostStorage:
+    return open_storage(kind, data_dir, settings, clock, faults=FaultInjector(), signals=Signals())  # type: ignore[arg-type]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -48,24 +61,20 @@ async def storage_backend(
     backend_name: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> AsyncIterator[object]:
     if backend_name == "embedded":
-        backend = EmbeddedStorage(tmp_path / "data", AppSettings({}, environ={}), SystemClock())
+        backend = open_for_test("embedded", tmp_path / "data", AppSettings({}, environ={}), SystemClock())
         yield backend
         await backend.aclose()
     elif backend_name == "rest":
-        from funchost.storage.azure import AzureStorage
-
         async with serve_endpoints(tmp_path / "data") as served:
             settings = AppSettings({"AzureWebJobsStorage": served.connection_string}, environ={})
-            rest = AzureStorage(settings, SystemClock())
+            rest = open_for_test("azure", tmp_path / "client", settings, SystemClock())
             rest.served_by_funchost = True  # type: ignore[attr-defined]
             yield rest
             await rest.aclose()
     elif backend_name == "azurite":
-        from funchost.storage.azure import AzureStorage
-
         server = request.getfixturevalue("azurite")
         settings = AppSettings({"AzureWebJobsStorage": server.connection_string}, environ={})
-        backend = AzureStorage(settings, SystemClock())
+        backend = open_for_test("azure", tmp_path / "data", settings, SystemClock())
         queues, blobs = backend.queues(), backend.blobs()
         before_queues, before_containers = set(await queues.list_queues()), set(await blobs.list_containers())
         yield backend
@@ -96,12 +105,13 @@ def blob_service(storage_backend):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 async def table_service(backend_name: str, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[object]:
-    """The Table port: embedded SQLite, the SDK through funchost's endpoints, the SDK on Azurite."""
+    """The Table port: embedded SQLite (as the host opens it), the SDK through funchost's
+    endpoints, the SDK on Azurite."""
     from funchost.storage.azure.tables import AzureTableService
 
     if backend_name == "embedded":
-        backend = EmbeddedStorage(tmp_path / "data", AppSettings({}, environ={}), SystemClock())
-        yield backend.tables_for_account("devstoreaccount1")
+        backend = open_for_test("embedded", tmp_path / "data", AppSettings({}, environ={}), SystemClock())
+        yield backend.tables()
         await backend.aclose()
     elif backend_name == "rest":
         async with serve_endpoints(tmp_path / "data") as served:
@@ -119,3 +129,32 @@ async def table_service(backend_name: str, tmp_path: Path, request: pytest.Fixtu
         for name in set((await service.list_tables())[0]) - before:
             await service.delete_table(name)
         await service.aclose()
+
+
+@pytest.fixture(params=LOCAL_STATE_BACKENDS)
+def local_backend_name(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def manual_clock() -> ManualClock:
+    from datetime import UTC, datetime
+
+    return ManualClock(datetime(2024, 5, 1, 12, 0, tzinfo=UTC))
+
+
+@pytest.fixture
+async def local_storage(local_backend_name: str, tmp_path: Path, manual_clock: ManualClock) -> AsyncIterator[HostStorage]:
+    storage = open_for_test(local_backend_name, tmp_path / "data", AppSettings({}, environ={}), manual_clock)
+    yield storage
+    await storage.aclose()
+
+
+@pytest.fixture
+def document_store(local_storage: HostStorage):  # type: ignore[no-untyped-def]
+    return local_storage.documents("CosmosDB")
+
+
+@pytest.fixture
+def eventgrid_store(local_storage: HostStorage):  # type: ignore[no-untyped-def]
+    return local_storage.eventgrid_store()

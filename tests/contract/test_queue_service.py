@@ -57,6 +57,18 @@ async def test_valid_queue_names_are_accepted(queue_service, good):
     await queue_service.delete_queue(good)
 
 
+@pytest.mark.parametrize("bad", ["1abc", "has-dash", "sp ace"])
+async def test_invalid_metadata_names_are_rejected(queue_service, bad):
+    name = qname()
+    with pytest.raises(InvalidInput) as info:
+        await queue_service.create_queue(name, {bad: "x"})
+    assert info.value.status == 400
+    assert not await queue_service.queue_exists(name)
+    await queue_service.create_queue(name)
+    with pytest.raises(InvalidInput):
+        await queue_service.set_queue_metadata(name, {bad: "x"})
+
+
 async def test_delete_queue_and_missing_queue(queue_service):
     name = qname()
     await queue_service.create_queue(name)
@@ -282,3 +294,14 @@ async def test_clear_messages(queue_service):
     await queue_service.clear_messages(name)
     assert (await queue_service.get_queue_properties(name)).approximate_message_count == 0
     assert await queue_service.peek_messages(name) == []
+
+
+async def test_oldest_insertion_time(queue_service):
+    name = qname()
+    await queue_service.create_queue(name)
+    assert await queue_service.oldest_insertion_time(name) is None
+    first = await queue_service.put_message(name, "first")
+    await asyncio.sleep(1.1)  # insertion times have second precision on the service
+    second = await queue_service.put_message(name, "second")
+    assert second.insertion_time > first.insertion_time
+    assert await queue_service.oldest_insertion_time(name) == first.insertion_time

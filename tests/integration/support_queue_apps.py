@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from funchost.clock import SystemClock
 from funchost.errors import QueueNotFound
 from funchost.settings.app_settings import AppSettings
-from funchost.storage.backend import EmbeddedStorage, StorageBackend
+from funchost.storage.host_storage import HostStorage, open_storage
 from funchost.storage.queues import QueueService
 
 # Queue names come from app settings (%WORK_QUEUE% ...), so every test uses its own queues.
@@ -112,13 +112,7 @@ class QueueBackend:
         if rest_ports is not None:
             self.settings["FUNCHOST_STORAGE_ENDPOINTS"] = ",".join(map(str, rest_ports))
         app_settings = AppSettings(self.settings, environ={})
-        self.storage: StorageBackend
-        if self.storage_kind == "azure":
-            from funchost.storage.azure import AzureStorage
-
-            self.storage = AzureStorage(app_settings, SystemClock())
-        else:
-            self.storage = EmbeddedStorage(data_dir, app_settings, SystemClock())
+        self.storage: HostStorage = open_storage(self.storage_kind, data_dir, app_settings, SystemClock())
         self._sdk_clients: list[Any] = []
 
     def queue(self, role: str) -> str:

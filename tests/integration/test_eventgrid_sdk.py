@@ -15,6 +15,7 @@ from azure.core.exceptions import ClientAuthenticationError, HttpResponseError
 from azure.core.messaging import CloudEvent
 from azure.eventgrid import EventGridEvent, EventGridPublisherClient, generate_sas
 
+from funchost.eventgrid.service import EventGridService
 from funchost.host import Host, HostConfig
 from funchost.testing.harness import write_app
 
@@ -50,7 +51,7 @@ async def test_publisher_client_with_key_and_sas(tmp_path: Path) -> None:
     host.load()
     await host.start()
     try:
-        service = host.runtime.services["eventgrid"]  # type: ignore[union-attr]
+        service = host.runtime.services.find(EventGridService)  # type: ignore[union-attr]
         endpoint = f"http://127.0.0.1:{host.port}/eventgrid/topics/default/api/events"
         key = service.keys["default"].key1
         seen = sys.modules["function_app"].SEEN

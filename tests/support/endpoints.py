@@ -3,32 +3,65 @@
     async with serve_endpoints(tmp_path / "data") as served:
         client = BlobServiceClient.from_connection_string(served.connection_string)
 
-`served.storage` is the embedded backend behind the endpoints (to look at the data without
-REST), `served.clock` the clock the endpoints check SAS times against (a ManualClock when given).
+The endpoints reach storage as a host's do: `served.storage` is a `HostStorage` over the embedded
+backend (with the host's wrappers), `served.blobs()` / `queues()` / `tables()` an account's
+services behind them (to look at the data without REST), `served.woken` the queue wake-ups the
+wrappers published, and `served.clock` the clock the endpoints check SAS times against.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Hashable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from funchost.clock import Clock, SystemClock
+from funchost.runtime.faults import FaultInjector
+from funchost.runtime.signals import Signals
 from funchost.settings.app_settings import AppSettings
 from funchost.settings.connections import DEVSTORE_ACCOUNT, DEVSTORE_KEY
-from funchost.storage.backend import EmbeddedStorage
+from funchost.storage.blob_api import BlobApi
+from funchost.storage.host_storage import HostStorage, open_storage
+from funchost.storage.queues import QueueService
+from funchost.storage.tables import TableService
 from funchost.storage_endpoints.accounts import Accounts
 from funchost.storage_endpoints.server import EndpointSettings, StorageEndpoints, data_identity
-from funchost.storage_endpoints.service import BackendStorage
+from funchost.storage_endpoints.service import HostAccounts
+
+
+class RecordingSignals(Signals):
+    """The host's signals, keeping each queue wake-up as (account, queue)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.woken: list[tuple[str, str]] = []
+
+    def publish(self, topic: Hashable) -> None:
+        if isinstance(topic, tuple) and topic[0] == "queue":
+            self.woken.append((topic[1], topic[2]))
+        super().publish(topic)
 
 
 @dataclass
 class ServedEndpoints:
     endpoints: StorageEndpoints
-    storage: EmbeddedStorage
+    storage: HostStorage
     clock: Clock
-    woken: list[tuple[str, str]]
+    signals: RecordingSignals
+
+    @property
+    def woken(self) -> list[tuple[str, str]]:
+        return self.signals.woken
+
+    def blobs(self, account: str = DEVSTORE_ACCOUNT) -> BlobApi:
+        return self.storage.for_account(account).blob_api()
+
+    def queues(self, account: str = DEVSTORE_ACCOUNT) -> QueueService:
+        return self.storage.for_account(account).queues()
+
+    def tables(self, account: str = DEVSTORE_ACCOUNT) -> TableService:
+        return self.storage.for_account(account).tables()
 
     def url(self, service: str, account: str = DEVSTORE_ACCOUNT) -> str:
         return self.endpoints.url(service, account)
@@ -41,27 +74,20 @@ class ServedEndpoints:
         return self.endpoints.connection_string(account, key)
 
 
-class _RecordingStorage(BackendStorage):
-    def __init__(self, backend: EmbeddedStorage, woken: list[tuple[str, str]]) -> None:
-        super().__init__(backend)
-        self.woken = woken
-
-    def queue_written(self, account: str, queue: str) -> None:
-        self.woken.append((account, queue))
-
-
 @asynccontextmanager
 async def serve_endpoints(data_dir: Path, *, clock: Clock | None = None, accounts: Accounts | None = None,
                           settings: dict[str, str] | None = None) -> AsyncIterator[ServedEndpoints]:
     clock = clock or SystemClock()
-    storage = EmbeddedStorage(data_dir, AppSettings(settings or {}, environ={}), clock)
-    woken: list[tuple[str, str]] = []
-    endpoints = StorageEndpoints(_RecordingStorage(storage, woken), accounts or Accounts(), clock,
+    signals = RecordingSignals()
+    storage = open_storage("embedded", data_dir, AppSettings(settings or {}, environ={}), clock,
+                           faults=FaultInjector(), signals=signals)
+    endpoints = StorageEndpoints(HostAccounts(storage), accounts or Accounts(), clock,
                                  data_identity(Path(data_dir) / "storage"),
                                  EndpointSettings(ports={"blob": 0, "queue": 0, "table": 0}))
     await endpoints.start()
+    storage.blob_origin = endpoints.origin("blob")  # as the host service does
     try:
-        yield ServedEndpoints(endpoints, storage, clock, woken)
+        yield ServedEndpoints(endpoints, storage, clock, signals)
     finally:
         await endpoints.stop()
         await storage.aclose()

@@ -89,8 +89,8 @@ class Pipeline:
     def _ledger_url(self) -> str:
         if self.settings.ledger_url:
             return self.settings.ledger_url
-        base = self.runtime.services.get("http.base_url") if self.runtime else None
-        return f"{base or 'http://localhost:7071'}/api/ledger/entries"
+        base = self.runtime.services.base_url if self.runtime else "http://localhost:7071"
+        return f"{base}/api/ledger/entries"
 
     def _ledger_transport(self) -> Any:
         """Without LEDGER_URL under a host that serves no socket (the test harness), call this
@@ -98,18 +98,18 @@ class Pipeline:
         runtime = self.runtime
         if self.settings.ledger_url or runtime is None:
             return None
-        host = runtime.services.get("host")
-        if host is not None and getattr(host, "http_server", None) is not None:
+        from funchost.triggers.http.server import HttpServer, create_asgi_app
+
+        if runtime.services.find(HttpServer) is not None:
             return None
         import httpx
 
         from funchost.triggers.http.keys import KeyStore
-        from funchost.triggers.http.server import create_asgi_app
 
-        keys = runtime.services.get("http.keys")
+        keys = runtime.services.keys
         if keys is None:
-            keys = KeyStore.load_or_create(runtime.data_dir, runtime.settings, list(runtime.functions))
-            runtime.services["http.keys"] = keys
+            keys = runtime.services.keys = KeyStore.load_or_create(runtime.data_dir, runtime.settings,
+                                                                   list(runtime.functions))
         return httpx.ASGITransport(app=create_asgi_app(runtime, keys))
 
     @property

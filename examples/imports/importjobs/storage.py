@@ -91,35 +91,24 @@ def open_storage(connection: str) -> tuple[QueueSender, BlobStore]:
 
 
 class HostQueues:
-    def __init__(self, runtime: Any, connection: str) -> None:
-        from funchost.runtime.signals import queue_topic
+    """Sends through the host's storage: validation, fault points and the wake-up of this host's
+    queue listeners, the one way funchost itself sends."""
 
+    def __init__(self, runtime: Any, connection: str) -> None:
         self._runtime = runtime
         self._service = runtime.storage.queues(connection)
         self.account: str = self._service.account_name
-        self._topic = queue_topic
         try:
             encoding = runtime.options.extension("queues").message_encoding
         except (KeyError, AttributeError):
             encoding = "base64"
         self._base64 = encoding == "base64"
-        self._created: set[str] = set()
 
     async def send(self, queue: str, text: str) -> str | None:
-        from funchost.errors import QueueNotFound
+        from funchost.storage.queue_send import send_message
 
         body = base64.b64encode(text.encode("utf-8")).decode("ascii") if self._base64 else text
-        await self._runtime.faults.hit("queue.put.before", queue=queue)
-        if queue not in self._created:
-            await self._service.create_queue(queue)
-            self._created.add(queue)
-        try:
-            message = await self._service.put_message(queue, body)
-        except QueueNotFound:
-            await self._service.create_queue(queue)
-            message = await self._service.put_message(queue, body)
-        self._runtime.signals.publish(self._topic(self.account, queue))
-        await self._runtime.faults.hit("queue.put.after", queue=queue, id=message.id)
+        message = await send_message(self._service, queue, body, faults=self._runtime.faults)
         return str(message.id)
 
 

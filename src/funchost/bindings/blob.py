@@ -29,9 +29,9 @@ from funchost.errors import (
 )
 from funchost.indexing.spec import BindingSpec, FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
-from funchost.runtime.contracts import Runtime
+from funchost.runtime.contracts import BindingSupport, Runtime
+from funchost.storage.blob_rules import check_blob_name, check_container_name
 from funchost.storage.blobs import BlobService
-from funchost.storage.sqlite.blob_names import check_blob_name, check_container_name
 
 NULL = Datum(None, None)
 
@@ -128,4 +128,4 @@ class BlobBindingSupport:
         await upload_creating_container(service, container, name, content_bytes(datum))
 
 
-SUPPORT = BlobBindingSupport()
+SUPPORT: BindingSupport = BlobBindingSupport()

@@ -16,15 +16,15 @@ from typing import Any
 
 from azure.functions.meta import Datum
 
+from funchost.bindings.cosmosdb_v3 import v3_properties_problem
 from funchost.bindings.expressions import ExpressionResolver, parameter_names
-from funchost.documents import use_backend
 from funchost.documents.aio import ContainerProxy
 from funchost.documents.exceptions import CosmosResourceNotFoundError
 from funchost.errors import AppLoadError, InvocationError
 from funchost.indexing.spec import BindingSpec, FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
-from funchost.runtime.contracts import Runtime
-from funchost.triggers.changefeed.listener import documents_topic
+from funchost.runtime.contracts import BindingSupport, Runtime
+from funchost.runtime.signals import documents_topic
 
 DEFAULT_CONNECTION = "CosmosDB"
 _PARAM = re.compile(r"\{([^{}]+)\}")
@@ -43,11 +43,10 @@ class CosmosDBBindingSupport:
     binding_type = "cosmosDB"
 
     def validate(self, binding: BindingSpec, function: FunctionSpec, runtime: Runtime) -> None:
-        use_backend(runtime.storage)
-        problem = None
-        if not binding.get("databaseName") or not binding.get("containerName"):
+        problem = v3_properties_problem(binding)
+        if problem is None and (not binding.get("databaseName") or not binding.get("containerName")):
             problem = "needs 'databaseName' and 'containerName'"
-        elif binding.direction == "in" and binding.get("id") and binding.get("sqlQuery"):
+        elif problem is None and binding.direction == "in" and binding.get("id") and binding.get("sqlQuery"):
             problem = "use either 'id' (with 'partitionKey') or 'sqlQuery', not both"
         if problem:
             raise AppLoadError(f"Cosmos DB binding '{binding.name}' {problem}", file=function.script_file,
@@ -88,19 +87,14 @@ class CosmosDBBindingSupport:
         if not isinstance(docs, list) or not all(isinstance(d, dict) for d in docs):
             raise InvocationError(f"Cosmos DB output '{binding.name}' needs a JSON document or a list of them")
         container = _container(binding, runtime)
-        store = container._store
         if binding.get("createIfNotExists"):
-            path = str(binding.get("partitionKey") or "/id")
-
-            def ensure(conn: Any) -> None:
-                store.create_database(conn, container.database, exist_ok=True)
-                store.create_container(conn, container.database, container.id, partition_key_path=path,
-                                       exist_ok=True)
-
-            await store.run(ensure)
+            store = container.store
+            await store.create_database(container.database, exist_ok=True)
+            await store.create_container(container.database, container.id, exist_ok=True,
+                                         partition_key_path=str(binding.get("partitionKey") or "/id"))
         for doc in docs:
             await container.upsert_item(doc)
-        runtime.signals.publish(documents_topic(store.name, container.database, container.id))
+        runtime.signals.publish(documents_topic(container.store.name, container.database, container.id))
 
 
-SUPPORT = CosmosDBBindingSupport()
+SUPPORT: BindingSupport = CosmosDBBindingSupport()

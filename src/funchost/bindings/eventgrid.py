@@ -17,11 +17,12 @@ import httpx
 from azure.functions.meta import Datum
 
 from funchost.errors import AppLoadError, ConfigError, InvocationError
-from funchost.eventgrid.publish import TOPICS_PREFIX
+from funchost.eventgrid.endpoints import TOPICS_PREFIX
 from funchost.eventgrid.schema import PublishError
+from funchost.eventgrid.service import EventGridService
 from funchost.indexing.spec import BindingSpec, FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
-from funchost.runtime.contracts import Runtime
+from funchost.runtime.contracts import BindingSupport, Runtime
 
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]"}
 
@@ -105,7 +106,7 @@ class EventGridOutputSupport:
             return
         url, key = target(binding, runtime)
         topic = local_topic(url)
-        service = runtime.services.get("eventgrid")
+        service = runtime.services.find(EventGridService)
         if topic is not None and service is not None:
             await self._local(service, topic, key, events)
             return
@@ -113,7 +114,7 @@ class EventGridOutputSupport:
             raise InvocationError(f"Event Grid topic '{topic}' is local but the Event Grid service is not running")
         await self._remote(url, key, events)
 
-    async def _local(self, service: Any, topic: str, key: str | None, events: list[dict[str, Any]]) -> None:
+    async def _local(self, service: EventGridService, topic: str, key: str | None, events: list[dict[str, Any]]) -> None:
         keys = service.keys.get(topic)
         if key is not None and keys is not None and key not in keys.all():
             raise InvocationError(f"the key in the topic key setting is not a key of Event Grid topic '{topic}'")
@@ -132,4 +133,4 @@ class EventGridOutputSupport:
             raise InvocationError(f"Event Grid publish to the topic endpoint answered {response.status_code}")
 
 
-SUPPORT = EventGridOutputSupport()
+SUPPORT: BindingSupport = EventGridOutputSupport()

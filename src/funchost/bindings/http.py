@@ -11,7 +11,7 @@ from azure.functions.meta import Datum
 from funchost.errors import AppLoadError
 from funchost.indexing.spec import BindingSpec, FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
-from funchost.runtime.contracts import Runtime
+from funchost.runtime.contracts import BindingSupport, Runtime
 
 
 class HttpOutputSupport:
@@ -32,4 +32,4 @@ class HttpOutputSupport:
         return None  # the HTTP trigger turns result.outputs into the response
 
 
-SUPPORT = HttpOutputSupport()
+SUPPORT: BindingSupport = HttpOutputSupport()

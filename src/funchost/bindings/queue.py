@@ -18,11 +18,11 @@ from azure.functions.meta import Datum
 from funchost.errors import AppLoadError, ConfigError, InvalidResourceName, UnsupportedBindingError
 from funchost.indexing.spec import BindingSpec, FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
-from funchost.runtime.contracts import Runtime
-from funchost.storage.sqlite.queues import validate_queue_name
+from funchost.runtime.contracts import BindingSupport, Runtime
+from funchost.storage.queue_rules import validate_queue_name
+from funchost.storage.queue_send import send_message
 from funchost.triggers.queue import queues_options
 from funchost.triggers.queue.messages import encode_body
-from funchost.triggers.queue.processor import put_creating_queue
 
 _EXPRESSION = re.compile(r"\{([^{}]+)\}")
 
@@ -92,11 +92,10 @@ class QueueOutputSupport:
         if datum is None or datum.value is None:
             return
         queue = resolve_queue_name(str(binding.get("queueName") or ""), request.binding_data)
-        validate_queue_name(queue)
         service = runtime.storage.queues(binding.get("connection"))
         encoding = queues_options(runtime).message_encoding
         for body in message_bodies(datum):
-            await put_creating_queue(runtime, service, queue, encode_body(body, encoding))
+            await send_message(service, queue, encode_body(body, encoding), faults=runtime.faults)
 
 
-SUPPORT = QueueOutputSupport()
+SUPPORT: BindingSupport = QueueOutputSupport()

@@ -13,9 +13,11 @@ from funchost import __version__
 COMMAND_MODULES = (
     "funchost.cli.start",
     "funchost.cli.queue",
+    "funchost.cli.servicebus",
     "funchost.cli.blob",
     "funchost.cli.timer",
     "funchost.cli.events",
+    "funchost.cli.eventhubs",
     "funchost.cli.docs",
     "funchost.cli.storage",
 )

@@ -57,9 +57,9 @@ def _run(args: argparse.Namespace, work: Callable[[BlobService, StorageContext],
     async def main() -> int:
         ctx = open_storage(args)
         try:
-            return await work(ctx.backend.blobs(args.connection), ctx)
+            return await work(ctx.storage.blobs(args.connection), ctx)
         finally:
-            await ctx.backend.aclose()
+            await ctx.storage.aclose()
 
     return asyncio.run(main())
 

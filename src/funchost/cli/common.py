@@ -11,17 +11,20 @@ from pathlib import Path
 from funchost.clock import SystemClock
 from funchost.errors import FunchostError
 from funchost.settings.app_settings import AppSettings
+from funchost.settings.exported import exported_settings
 from funchost.settings.local_settings import load_local_settings
-from funchost.storage.backend import StorageBackend, create_backend
+from funchost.storage.backend import BACKEND_MODULES
+from funchost.storage.host_storage import HostStorage
+from funchost.storage.host_storage import open_storage as open_host_storage
 
 
-def add_storage_options(parser: argparse.ArgumentParser) -> None:
+def add_storage_options(parser: argparse.ArgumentParser, *, default_connection: str = "AzureWebJobsStorage") -> None:
     parser.add_argument("--app", default=".", metavar="APP_DIR",
                         help="function app folder (for local.settings.json and the data folder)")
     parser.add_argument("--data", default=None, metavar="DIR", help="data folder (default APP_DIR/.funchost)")
-    parser.add_argument("--storage", choices=("embedded", "azure"), default="embedded")
+    parser.add_argument("--storage", choices=tuple(BACKEND_MODULES), default="embedded")
     parser.add_argument("--connection", default=None, metavar="SETTING",
-                        help="connection setting name (default AzureWebJobsStorage)")
+                        help=f"connection setting name (default {default_connection})")
 
 
 @dataclass
@@ -29,16 +32,16 @@ class StorageContext:
     app_dir: Path
     data_dir: Path
     settings: AppSettings
-    backend: StorageBackend
+    storage: HostStorage
 
 
 def open_storage(args: argparse.Namespace) -> StorageContext:
     app_dir = Path(args.app).resolve()
     data_dir = Path(args.data).resolve() if args.data else app_dir / ".funchost"
     local = load_local_settings(app_dir)
-    settings = AppSettings(local.values)
-    backend = create_backend(args.storage, data_dir, settings, SystemClock())
-    return StorageContext(app_dir, data_dir, settings, backend)
+    settings = AppSettings(exported_settings(local, None))
+    storage = open_host_storage(args.storage, data_dir, settings, SystemClock())
+    return StorageContext(app_dir, data_dir, settings, storage)
 
 
 def fail(message: str, code: int = 1) -> int:

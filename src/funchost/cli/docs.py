@@ -1,5 +1,6 @@
 """`funchost docs`: the embedded document store (Cosmos DB-like) from the command line.
 
+    funchost docs create -d db -c items --partition-key-path /pk
     funchost docs upsert -d db -c items --create --partition-key-path /pk '{"id": "1", "pk": "a"}'
     funchost docs get -d db -c items 1 --partition-key a
     funchost docs list -d db -c items            (no -c: containers; no -d: databases)
@@ -18,7 +19,7 @@ import sys
 from typing import Any
 
 from funchost.cli.common import add_storage_options, fail, open_storage, report_errors
-from funchost.documents import CosmosClient
+from funchost.documents import DEFAULT_CONNECTION, CosmosClient
 
 
 def register(subparsers: Any) -> None:
@@ -27,12 +28,15 @@ def register(subparsers: Any) -> None:
 
     def action(name: str, help: str, handler: Any, *, container: bool = True) -> argparse.ArgumentParser:
         p: argparse.ArgumentParser = sub.add_parser(name, help=help)
-        add_storage_options(p)
+        add_storage_options(p, default_connection=DEFAULT_CONNECTION)
         p.add_argument("-d", "--database", required=container, default=None)
         p.add_argument("-c", "--container", required=container, default=None)
         p.set_defaults(handler=report_errors(handler))
         return p
 
+    create = action("create", "create a database and container (if missing)", _create)
+    create.add_argument("--partition-key-path", default="/id", help="the container's partition key (default /id)")
+    create.add_argument("--partitions", type=int, default=1, help="physical partitions (default 1)")
     upsert = action("upsert", "create or replace documents (JSON object or array; @file or - for stdin)", _upsert)
     upsert.add_argument("document")
     upsert.add_argument("--create", action="store_true", help="create the database and container if missing")
@@ -53,7 +57,7 @@ def register(subparsers: Any) -> None:
 
 def _client(args: argparse.Namespace) -> tuple[CosmosClient, Any]:
     ctx = open_storage(args)
-    return CosmosClient(ctx.backend.documents(args.connection)), ctx
+    return CosmosClient(ctx.storage.documents(args.connection)), ctx
 
 
 def _read_documents(text: str) -> list[dict[str, Any]]:
@@ -67,6 +71,16 @@ def _read_documents(text: str) -> list[dict[str, Any]]:
     if not all(isinstance(d, dict) for d in docs):
         raise ValueError("documents must be JSON objects")
     return docs
+
+
+def _create(args: argparse.Namespace) -> int:
+    client, _ = _client(args)
+    db = client.create_database_if_not_exists(args.database)
+    container = db.create_container_if_not_exists(args.container, args.partition_key_path,
+                                                  partitions=args.partitions)
+    key = container.read()["partitionKey"]["paths"][0]  # an existing container keeps its own
+    print(f"container '{args.container}' in database '{args.database}' exists (partition key {key})")
+    return 0
 
 
 def _upsert(args: argparse.Namespace) -> int:
@@ -119,8 +133,8 @@ def _status(args: argparse.Namespace) -> int:
     from funchost.documents.estimator import estimate
 
     ctx = open_storage(args)
-    store = ctx.backend.documents(args.connection)
-    lease_store = ctx.backend.documents(args.lease_connection or args.connection)
+    store = ctx.storage.documents(args.connection)
+    lease_store = ctx.storage.documents(args.lease_connection or args.connection)
     result = asyncio.run(estimate(store, args.database, args.container, lease_store,
                                   args.lease_database or args.database, args.lease_container, args.prefix))
     if not result.leases:

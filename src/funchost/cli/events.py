@@ -10,6 +10,7 @@ dead-lettered and dropped.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 import uuid
@@ -23,10 +24,9 @@ from funchost.cli.common import fail, open_storage, report_errors
 from funchost.errors import FunchostError
 from funchost.eventgrid.auth import KeyRing
 from funchost.eventgrid.config import load_config
-from funchost.eventgrid.publish import topic_path
+from funchost.eventgrid.endpoints import topic_path
 from funchost.eventgrid.routing import route
 from funchost.eventgrid.schema import PublishError, parse_events
-from funchost.eventgrid.store import EventStore
 from funchost.settings.local_settings import load_local_settings
 
 
@@ -136,12 +136,16 @@ def _publish_direct(args: argparse.Namespace, app_dir: Path, data_dir: Path, top
         events = parse_events(body, ctype, found.input_schema, topic_id)
     except PublishError as exc:
         return fail(exc.message)
-    store = EventStore(data_dir / "eventgrid")
-    try:
-        routed = route(config, found.name, events, found.input_schema)
-        store.append_sync(found.name, found.input_schema, routed, datetime.now(UTC).timestamp())
-    finally:
-        store.db.close()
+    routed = route(config, found.name, events, found.input_schema)
+
+    async def append() -> None:
+        try:
+            await ctx.storage.eventgrid_store().append(found.name, found.input_schema, routed,
+                                                       datetime.now(UTC).timestamp())
+        finally:
+            await ctx.storage.aclose()
+
+    asyncio.run(append())
     print(f"stored {count} event(s) for topic '{topic}' ({sum(len(r.targets) for r in routed)} deliveries); "
           "a running host delivers them within a second")
     return 0
@@ -153,11 +157,16 @@ def cmd_status(args: argparse.Namespace) -> int:
     if not (data_dir / "eventgrid").exists():
         print("no Event Grid state yet (start the host or publish an event first)")
         return 0
-    store = EventStore(data_dir / "eventgrid")
-    try:
-        stats = store.stats_sync()
-    finally:
-        store.db.close()
+    ctx = open_storage(argparse.Namespace(app=str(args.app), data=str(data_dir), storage="embedded",
+                                          connection=None))
+
+    async def read() -> list[Any]:
+        try:
+            return await ctx.storage.eventgrid_store().stats()
+        finally:
+            await ctx.storage.aclose()
+
+    stats = asyncio.run(read())
     if not stats:
         print("no deliveries yet")
         return 0

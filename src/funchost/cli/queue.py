@@ -62,9 +62,9 @@ def _run(args: argparse.Namespace, action) -> int:  # type: ignore[no-untyped-de
     async def main() -> int:
         ctx = open_storage(args)
         try:
-            return int(await action(ctx, ctx.backend.queues(args.connection)) or 0)
+            return int(await action(ctx, ctx.storage.queues(args.connection)) or 0)
         finally:
-            await ctx.backend.aclose()
+            await ctx.storage.aclose()
 
     return asyncio.run(main())
 
@@ -120,12 +120,7 @@ def _peek(args: argparse.Namespace) -> int:
 
 
 async def _oldest_age(service: QueueService, queue: str) -> float | None:
-    oldest = getattr(service, "oldest_insertion_time", None)
-    if oldest is not None:
-        when = await oldest(queue)
-    else:
-        peeked = await service.peek_messages(queue, max_messages=1)
-        when = peeked[0].insertion_time if peeked else None
+    when = await service.oldest_insertion_time(queue)
     return None if when is None else (datetime.now(UTC) - when).total_seconds()
 
 

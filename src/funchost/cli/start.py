@@ -13,6 +13,7 @@ from funchost import __version__, logs
 from funchost.cli.storage import add_endpoint_arguments, endpoint_settings
 from funchost.errors import FunchostError
 from funchost.host import Host, HostConfig
+from funchost.storage.backend import BACKEND_MODULES
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -23,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         "Host.LocalHttpPort, else 7071; 0 picks a free port)")
     parser.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--data", default=None, metavar="DIR", help="data folder (default APP_DIR/.funchost)")
-    parser.add_argument("--storage", choices=("embedded", "azure"), default="embedded",
+    parser.add_argument("--storage", choices=tuple(BACKEND_MODULES), default="embedded",
                         help="embedded SQLite storage (default) or the connection strings as given (Azurite/Azure)")
     parser.add_argument("--output", choices=("text", "json"), default="text",
                         help="console output: text as Core Tools prints it, or NDJSON events")
@@ -64,15 +65,35 @@ def _run_loop(host: Host, output: str, started: float) -> int:
         return runner.run(_serve(host, output, started))
 
 
+# A repeat this soon is the same stop request delivered twice: coreutils `timeout` signals the
+# child and then its whole process group, so one `timeout` can deliver SIGTERM twice.
+DUPLICATE_SIGNAL_WINDOW = 1.0  # seconds
+
+
+class StopRequests:
+    """The first stop signal stops gracefully; a repeat within the window is the same request;
+    a later one (Ctrl+C pressed again while stopping) forces the stop."""
+
+    def __init__(self, window: float = DUPLICATE_SIGNAL_WINDOW) -> None:
+        self.window = window
+        self._first: float | None = None
+
+    def on_signal(self, now: float) -> str:
+        """'stop', 'duplicate' or 'force', for a signal received at monotonic time `now`."""
+        if self._first is None:
+            self._first = now
+            return "stop"
+        return "duplicate" if now - self._first < self.window else "force"
+
+
 async def _serve(host: Host, output: str, started: float) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    signals_seen = 0
+    requests = StopRequests()
 
     def on_signal() -> None:
-        nonlocal signals_seen
-        signals_seen += 1
-        if signals_seen > 1:
+        decision = requests.on_signal(time.monotonic())
+        if decision == "force":
             logs.print_line("Forced stop.", output=output, event="HostForcedStop")
             raise SystemExit(130)
         stop.set()
@@ -98,12 +119,16 @@ def _banner(host: Host, output: str, started: float) -> None:
                     dataDir=str(host.data_dir))
     logs.print_line("", output=output) if output == "text" else None
     logs.print_line("Functions:", output=output, event="FunctionsHeader") if output == "text" else None
-    for name, description in host.describe_functions():
+    for row in host.describe_functions():
         if output == "text":
-            print(f"\n\t{name}: {description}")
+            print(f"\n\t{row.name}: {row.description}")
+            for error in row.errors:
+                where = f" ({Path(row.file).name}:{row.line})" if row.file and row.line else ""
+                print(f"\t\tin error{where}: {error}")
         else:
-            logs.print_line(f"{name}: {description}", output=output, event="FunctionIndexed",
-                            function=name, description=description)
+            logs.print_line(f"{row.name}: {row.description}", output=output, event="FunctionIndexed",
+                            function=row.name, description=row.description, errors=row.errors,
+                            file=row.file, line=row.line)
     if output == "text":
         print()
     if host.keys is not None:

@@ -73,10 +73,10 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    from funchost.storage.backend import EmbeddedStorage
+    from funchost.storage.host_storage import open_storage
     from funchost.storage_endpoints.accounts import Accounts, parse_account_list
     from funchost.storage_endpoints.server import StorageEndpoints, data_identity, parse_setting
-    from funchost.storage_endpoints.service import BackendStorage
+    from funchost.storage_endpoints.service import HostAccounts
 
     settings = parse_setting(args.ports, host=args.bind)
     if settings is None:
@@ -84,8 +84,9 @@ async def _serve(args: argparse.Namespace) -> int:
     data = Path(args.data).resolve()
     accounts = Accounts(parse_account_list(";".join(args.account), "--account")) if args.account else Accounts()
     clock = SystemClock()
-    backend = EmbeddedStorage(data, AppSettings({}, environ={}), clock)
-    endpoints = StorageEndpoints(BackendStorage(backend), accounts, clock, data_identity(data / "storage"), settings)
+    # No host in this process: the storage's rules apply, and listeners elsewhere find writes by polling.
+    storage = open_storage("embedded", data, AppSettings({}, environ={}), clock)
+    endpoints = StorageEndpoints(HostAccounts(storage), accounts, clock, data_identity(data / "storage"), settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -100,5 +101,5 @@ async def _serve(args: argparse.Namespace) -> int:
         await stop.wait()
     finally:
         await endpoints.stop()
-        await backend.aclose()
+        await storage.aclose()
     return 0

@@ -52,7 +52,7 @@ def _list(args: argparse.Namespace) -> int:
     try:
         rows = asyncio.run(_collect(ctx, args.count))
     finally:
-        asyncio.run(ctx.backend.aclose())
+        asyncio.run(ctx.storage.aclose())
     if not rows:
         print("no timer functions in this app")
         return 0
@@ -80,7 +80,7 @@ async def _collect(ctx: StorageContext, count: int) -> list[dict[str, Any]]:
 
     zone = resolve_time_zone(ctx.settings)
     host_id = host_id_for(ctx.app_dir, ctx.settings)
-    monitor = ScheduleMonitor(ctx.backend.blobs(), host_id, zone)
+    monitor = ScheduleMonitor(ctx.storage.blobs(), host_id, zone)
     now = datetime.now(timezone.utc).astimezone(zone)
     rows = []
     for function in _timer_functions(ctx):

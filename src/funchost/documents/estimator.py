@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from funchost.documents.aio import ContainerProxy
-from funchost.storage.sqlite.documents import SqliteDocumentStore
+from funchost.storage.documents import DocumentStore
 from funchost.triggers.changefeed.leases import Lease, continuation_lsn, lease_prefix
 
 DEFAULT_CONCURRENCY = 100
@@ -44,26 +43,22 @@ class Estimate:
         return min(len(self.leases), math.ceil(self.total / concurrency))
 
 
-def lag_of(store: SqliteDocumentStore, conn: Any, database: str, container: str, lease: Lease) -> int:
+async def lag_of(store: DocumentStore, database: str, container: str, lease: Lease) -> int:
     after = continuation_lsn(lease.continuation)
     if after is None:
         return 1
-    page = store.read_feed(conn, database, container, int(lease.token), after_lsn=after, max_items=1)
+    page = await store.read_feed(database, container, int(lease.token), after_lsn=after, max_items=1)
     if not page.items:
         return 0
     return max(0, page.latest_lsn - int(page.items[0]["_lsn"]) + 1)
 
 
-async def estimate(store: SqliteDocumentStore, database: str, container: str, lease_store: SqliteDocumentStore,
+async def estimate(store: DocumentStore, database: str, container: str, lease_store: DocumentStore,
                    lease_database: str, lease_container: str, processor_name: str = "") -> Estimate:
-    info = await store.run(lambda conn: store.get_container(conn, database, container))
+    info = await store.get_container(database, container)
     prefix = lease_prefix(processor_name, store.endpoint_host, info.database_rid, info.rid)
     docs = await ContainerProxy(lease_store, lease_database, lease_container).query_items(
         "SELECT * FROM c WHERE STARTSWITH(c.id, @p)", parameters=[{"name": "@p", "value": f"{prefix}.."}])
     leases = sorted((Lease.from_doc(d) for d in docs), key=lambda lease: (len(lease.token), lease.token))
-
-    def lags(conn: Any) -> list[LeaseEstimate]:
-        return [LeaseEstimate(lease.token, lease.owner, lease.continuation,
-                              lag_of(store, conn, database, container, lease)) for lease in leases]
-
-    return Estimate(await store.run(lags))
+    return Estimate([LeaseEstimate(lease.token, lease.owner, lease.continuation,
+                                   await lag_of(store, database, container, lease)) for lease in leases])

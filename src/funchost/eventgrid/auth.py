@@ -121,12 +121,15 @@ def verify_token(token: str, keys: TopicKeys, endpoint_path: str, now: datetime)
     if not {"r", "e", "s"} <= parts.keys():
         raise AuthError("The SAS token must have the form r=<resource>&e=<expiry>&s=<signature>.")
     unsigned = f"r={parts['r']}&e={parts['e']}"
-    signature = unquote(parts["s"])
-    if not any(hmac.compare_digest(sign(unsigned, key), signature) for key in keys.all()):
+    signature = unquote(parts["s"]).encode("utf-8")  # bytes: any text compares, in constant time
+    if not any(hmac.compare_digest(sign(unsigned, key).encode(), signature) for key in keys.all()):
         raise AuthError("The SAS token's signature does not match any key of this topic.")
     if parse_expiry(unquote(parts["e"])) <= now:
         raise AuthError("The SAS token has expired.")
-    resource_path = urlparse(unquote(parts["r"])).path.rstrip("/").lower()
+    try:
+        resource_path = urlparse(unquote(parts["r"])).path.rstrip("/").lower()
+    except ValueError:  # e.g. an unbalanced '[' in the host part
+        raise AuthError("The SAS token's resource 'r' is not a URL.") from None
     if resource_path != endpoint_path.rstrip("/").lower():
         raise AuthError("The SAS token was issued for another resource than this topic's endpoint.")
 

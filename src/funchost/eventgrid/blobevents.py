@@ -1,9 +1,9 @@
 """Blob storage events for a storage system topic (azure-semantics 6.7).
 
-The embedded blob store journals every committed create/delete with a sequencer, whichever
-process wrote it (``funchost blob upload`` included). The watcher reads the journal from its
-cursor with the poll loop (cut short by the store's in-process `subscribe` callback) and
-publishes ``Microsoft.Storage.BlobCreated`` / ``BlobDeleted`` events. The cursor moves in the same
+The blob store's change journal (`BlobChangeJournal`) records every committed create/delete
+with a sequencer, whichever process wrote it (``funchost blob upload`` included). The watcher
+reads the journal from its cursor with the poll loop (cut short by the journal's in-process
+`subscribe` callback) and publishes ``Microsoft.Storage.BlobCreated`` / ``BlobDeleted`` events. The cursor moves in the same
 transaction that stores the events, with a compare-and-set, so hosts sharing a data folder
 publish each change exactly once.
 """
@@ -19,10 +19,10 @@ from funchost.clock import Clock
 from funchost.eventgrid import SCHEMA_EVENTGRID, storage_account_id
 from funchost.eventgrid.config import EventGridConfig, TopicConfig
 from funchost.eventgrid.routing import route
-from funchost.eventgrid.store import EventStore
 from funchost.listeners.delays import FixedDelay
 from funchost.listeners.poll_loop import PollLoop
-from funchost.storage.blobs import BlobChange
+from funchost.storage.blobs import BlobChange, BlobChangeJournal
+from funchost.storage.eventgrid import EventGridStore
 
 log = logging.getLogger("funchost.eventgrid")
 
@@ -59,10 +59,10 @@ def blob_event(change: BlobChange, clock: Clock) -> dict[str, Any]:
 
 
 class BlobEventWatcher:
-    def __init__(self, topic: TopicConfig, blobs: Any, account: str, store: EventStore, config: EventGridConfig,
-                 clock: Clock, on_published: Callable[[], None], poll_interval: float) -> None:
+    def __init__(self, topic: TopicConfig, journal: BlobChangeJournal, account: str, store: EventGridStore,
+                 config: EventGridConfig, clock: Clock, on_published: Callable[[], None], poll_interval: float) -> None:
         self.topic = topic
-        self.blobs = blobs
+        self.journal = journal
         self.account = account
         self.store = store
         self.config = config
@@ -74,16 +74,10 @@ class BlobEventWatcher:
         self._unsubscribe: Callable[[], None] | None = None
 
     async def start(self) -> None:
-        head = ""
-        while True:  # first start: begin at the journal's end (earlier writes are history)
-            if await self.store.get_cursor(self.cursor_name) is not None:
-                break
-            changes = await self.blobs.changes_since(head or None, 1000)
-            if not changes:
-                await self.store.init_cursor(self.cursor_name, head)
-                break
-            head = changes[-1].sequencer
-        self._unsubscribe = self.blobs.subscribe(lambda change: self._loop.notify())
+        if await self.store.get_cursor(self.cursor_name) is None:
+            # First start: begin at the journal's end (earlier writes are history).
+            await self.store.init_cursor(self.cursor_name, await self.journal.current_cursor() or "")
+        self._unsubscribe = self.journal.subscribe(lambda change: self._loop.notify())
         self._loop.start()
 
     async def stop(self) -> None:
@@ -97,7 +91,7 @@ class BlobEventWatcher:
 
     async def _poll(self) -> bool:
         cursor = await self.store.get_cursor(self.cursor_name)
-        changes = await self.blobs.changes_since(cursor or None, BATCH)
+        changes = await self.journal.changes_since(cursor or None, BATCH)
         if not changes:
             return False
         events = [blob_event(c, self.clock) for c in changes]

@@ -65,10 +65,6 @@ class Destination:
     connection: str | None = None
     queue_message_ttl: int | None = None  # seconds, storage queue destinations
 
-    @property
-    def is_webhook(self) -> bool:
-        return self.type == "webhook"
-
     def describe(self) -> str:
         if self.type == "function":
             return f"function {self.function_name}"

@@ -26,16 +26,16 @@ from funchost.eventgrid.config import EventGridConfig, SubscriptionConfig, deliv
 from funchost.eventgrid.deadletter import DeadLetterWriter, annotate
 from funchost.eventgrid.destinations import Outcome, Sender
 from funchost.eventgrid.schema import to_cloud_event
-from funchost.eventgrid.store import (
+from funchost.listeners.poll_loop import PollLoop
+from funchost.storage.eventgrid import (
     DEADLETTERED,
     DEADLETTERING,
     DELIVERED,
     DROPPED,
     PENDING,
     DeliveryRow,
-    EventStore,
+    EventGridStore,
 )
-from funchost.listeners.poll_loop import PollLoop
 
 log = logging.getLogger("funchost.eventgrid")
 
@@ -108,7 +108,7 @@ class _UntilNextDue:
 class DeliveryEngine:
     def __init__(
         self,
-        store: EventStore,
+        store: EventGridStore,
         config: EventGridConfig,
         senders: Mapping[str, Sender],
         clock: Clock,

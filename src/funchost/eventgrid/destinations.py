@@ -23,9 +23,12 @@ from azure.functions.meta import Datum
 from funchost.clock import Clock
 from funchost.eventgrid import SCHEMA_CLOUDEVENTS
 from funchost.eventgrid.config import SubscriptionConfig
-from funchost.eventgrid.store import EventStore
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation.contracts import FunctionInvoker, InvocationRequest
+from funchost.runtime.faults import NO_FAULTS, FaultInjector
+from funchost.storage.eventgrid import EventGridStore
+from funchost.storage.queue_send import send_message
+from funchost.storage.queues import QueueService
 
 log = logging.getLogger("funchost.eventgrid")
 
@@ -133,7 +136,7 @@ def endpoint_hash(url: str) -> str:
 class WebhookSender:
     """POSTs with the ``aeg-*`` headers after a one-time validation handshake per endpoint."""
 
-    def __init__(self, store: EventStore, clock: Clock, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(self, store: EventGridStore, clock: Clock, client: httpx.AsyncClient | None = None) -> None:
         self.store = store
         self.clock = clock
         self.client = client or httpx.AsyncClient(timeout=httpx.Timeout(RESPONSE_TIMEOUT + 5))
@@ -238,14 +241,18 @@ def notification_headers(name: str, events: list[dict[str, Any]], schema: str, d
 # --- storage queues ------------------------------------------------------------------------------
 
 
-QueueLookup = Callable[[str | None], Any]
+QueueLookup = Callable[[str | None], QueueService]
 
 
 class QueueSender:
-    """Each event becomes one message: the event's JSON, base64-encoded as the service writes it."""
+    """Each event becomes one message: the event's JSON, base64-encoded as the service writes it.
 
-    def __init__(self, queues: QueueLookup) -> None:
+    The queue must exist (a missing one is a 404 outcome, retried), as for Event Grid.
+    """
+
+    def __init__(self, queues: QueueLookup, faults: FaultInjector = NO_FAULTS) -> None:
         self.queues = queues
+        self.faults = faults
 
     async def send(self, sub: SubscriptionConfig, events: list[dict[str, Any]], schema: str,
                    delivery_count: int) -> Outcome:
@@ -254,7 +261,8 @@ class QueueSender:
             service = self.queues(dest.connection)
             for event in events:
                 text = base64.b64encode(json.dumps(event).encode()).decode()
-                await service.put_message(dest.queue_name or "", text, time_to_live=dest.queue_message_ttl)
+                await send_message(service, dest.queue_name or "", text, time_to_live=dest.queue_message_ttl,
+                                   create_queue=False, faults=self.faults)
         except Exception as exc:  # storage errors carry the status the service would answer
             status = int(getattr(exc, "status", 500))
             return outcome_for_status(status, f"{type(exc).__name__}: {getattr(exc, 'code', '')}")

@@ -7,7 +7,7 @@ from typing import Any
 
 from funchost.eventgrid.config import EventGridConfig
 from funchost.eventgrid.filters import matches
-from funchost.eventgrid.store import NewEvent, Target
+from funchost.storage.eventgrid import NewEvent, Target
 
 
 def route(config: EventGridConfig, topic: str, events: Sequence[dict[str, Any]], schema: str) -> list[NewEvent]:

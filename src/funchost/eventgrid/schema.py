@@ -15,7 +15,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from funchost.eventgrid import SCHEMA_CLOUDEVENTS, SCHEMA_EVENTGRID
+from funchost.eventgrid import SCHEMA_CLOUDEVENTS
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_EVENT_BYTES = 1024 * 1024
@@ -55,8 +55,10 @@ def parse_events(body: bytes, content_type: str | None, schema: str, topic_id: s
         raise PublishError(400, "The request body is empty; send a JSON array of events.")
     try:
         payload = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
         raise PublishError(400, f"The request body is not valid JSON: {exc}.") from exc
+    except RecursionError:
+        raise PublishError(400, "The request body is not valid JSON: it is nested too deeply.") from None
     ctype = (content_type or "").split(";")[0].strip().lower()
     if schema == SCHEMA_CLOUDEVENTS:
         return _cloud_events(payload, ctype)
@@ -165,7 +167,10 @@ def _json_type(value: Any) -> str:
 
 
 def _check_size(event: dict[str, Any], where: str) -> None:
-    size = len(json.dumps(event, separators=(",", ":")).encode())
+    try:
+        size = len(json.dumps(event, separators=(",", ":")).encode())
+    except RecursionError:
+        raise PublishError(400, f"{where} is nested too deeply.") from None
     if size > MAX_EVENT_BYTES:
         raise too_large(where, size)
 
@@ -201,13 +206,3 @@ def to_cloud_event(event: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def event_size(event: dict[str, Any]) -> int:
-    return len(json.dumps(event, separators=(",", ":")).encode())
-
-
-def is_cloud_event(event: dict[str, Any]) -> bool:
-    return "specversion" in event
-
-
-def schema_of(event: dict[str, Any]) -> str:
-    return SCHEMA_CLOUDEVENTS if is_cloud_event(event) else SCHEMA_EVENTGRID

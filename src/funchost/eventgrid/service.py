@@ -1,8 +1,9 @@
 """The Event Grid service of a running host: `start(runtime)` at host start, `stop()` at shutdown.
 
-It loads eventgrid.json (or the defaults), opens the durable store under ``<data>/eventgrid/``,
-creates topic keys, mounts the HTTP endpoints, watches the embedded blob store for the storage
-system topics and runs the delivery engine.
+A host-wide service (`runtime.registry.HOST_SERVICE_MODULES`). It loads eventgrid.json (or the
+defaults), uses the backend's durable Event Grid store, creates topic keys, mounts the HTTP
+endpoints, watches the blob change journal for the storage system topics and runs the delivery
+engine. Other code finds it with ``runtime.services.find(EventGridService)``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from funchost.eventgrid.config import EventGridConfig, TopicConfig, load_config
 from funchost.eventgrid.deadletter import DeadLetterWriter
 from funchost.eventgrid.delivery import DeliveryEngine
 from funchost.eventgrid.destinations import FunctionSender, QueueSender, WebhookSender
-from funchost.eventgrid.publish import mount, topic_path
+from funchost.eventgrid.endpoints import mount, topic_path
 from funchost.eventgrid.routing import route
 from funchost.eventgrid.schema import (
     PublishError,
@@ -28,12 +29,12 @@ from funchost.eventgrid.schema import (
     validate_cloud_event,
     validate_eventgrid_event,
 )
-from funchost.eventgrid.store import EventStore
 from funchost.runtime.contracts import Runtime
+from funchost.runtime.services import HttpMount
+from funchost.storage.eventgrid import EventGridStore
 
 log = logging.getLogger("funchost.eventgrid")
 
-SERVICE_KEY = "eventgrid"
 CROSS_PROCESS_POLL = 1.0  # seconds: how soon writes by other processes are noticed (real clock)
 
 
@@ -41,8 +42,16 @@ def eventgrid_functions(runtime: Runtime) -> list[str]:
     return [f.name for f in runtime.functions.values() if f.trigger_type == "eventGridTrigger"]
 
 
+def uses_event_grid(runtime: Runtime, config: EventGridConfig) -> bool:
+    """An Event Grid function or output binding, or an eventgrid.json: then the topic endpoints
+    are worth a line at start; otherwise the default topics exist quietly (debug level)."""
+    return config.from_file or any(
+        f.trigger_type == "eventGridTrigger" or any(b.type == "eventGrid" for b in f.bindings)
+        for f in runtime.functions.values())
+
+
 class EventGridService:
-    def __init__(self, runtime: Runtime, config: EventGridConfig, store: EventStore,
+    def __init__(self, runtime: Runtime, config: EventGridConfig, store: EventGridStore,
                  keys: dict[str, TopicKeys]) -> None:
         self.runtime = runtime
         self.config = config
@@ -55,60 +64,56 @@ class EventGridService:
             store, config,
             {"function": FunctionSender(runtime.invoker, runtime.functions.get, runtime.clock),
              "webhook": self._webhooks,
-             "storageQueue": QueueSender(runtime.storage.queues)},
+             "storageQueue": QueueSender(runtime.storage.queues, runtime.faults)},
             runtime.clock,
             dead_letters=DeadLetterWriter(runtime.storage.blobs),
             owner=f"{socket.gethostname()}-{id(self):x}",
             idle_poll=CROSS_PROCESS_POLL if real_time else None,
         )
         self.watchers: list[BlobEventWatcher] = []
-        self._mounts: list[tuple[str, Any]] = []
+        self._mounts: list[HttpMount] = []
         self._poll_interval = CROSS_PROCESS_POLL if real_time else 3600.0
+        self._detail_level = logging.INFO if uses_event_grid(runtime, config) else logging.DEBUG
 
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def _start(self) -> None:
-        self._mounts = mount(self, self.runtime.services.setdefault("http.mounts", []))
+        self._mounts = mount(self, self.runtime.services)
         for topic in self.config.topics.values():
             if topic.kind == "storage":
                 await self._watch(topic)
         await self.engine.start()
         for line in self.describe():
-            log.info(line)
+            log.log(self._detail_level, line)
 
     async def _watch(self, topic: TopicConfig) -> None:
         storage = self.runtime.storage
-        if getattr(storage, "kind", "") != "embedded":
-            log.warning("eventgrid: system topic '%s' needs the embedded blob store; blob events are not "
-                        "emulated with --storage %s", topic.name, getattr(storage, "kind", "?"))
+        journal = storage.blob_changes(topic.connection)
+        if journal is None:
+            log.log(logging.WARNING if self._detail_level == logging.INFO else logging.DEBUG,
+                    "eventgrid: system topic '%s' needs the embedded blob store's change journal; blob "
+                    "events are not emulated with --storage %s", topic.name, storage.kind)
             return
-        blobs = storage.blobs(topic.connection)
         account = storage.connection(topic.connection, "blob").account_name
-        if not hasattr(blobs, "changes_since"):
-            log.warning("eventgrid: the blob store of account %s has no change journal", account)
-            return
-        watcher = BlobEventWatcher(topic, blobs, account, self.store, self.config, self.clock,
+        watcher = BlobEventWatcher(topic, journal, account, self.store, self.config, self.clock,
                                    self.engine.notify, self._poll_interval)
         await watcher.start()
         self.watchers.append(watcher)
 
     async def stop(self) -> None:
-        mounts = self.runtime.services.get("http.mounts", [])
-        for entry in self._mounts:
-            if entry in mounts:
-                mounts.remove(entry)
+        """The store stays open: it is the storage backend's, closed with it."""
+        for mounted in self._mounts:
+            self.runtime.services.unmount(mounted)
         for watcher in self.watchers:
             await watcher.stop()
         await self.engine.stop()
         await self._webhooks.aclose()
-        await self.store.aclose()
-        if self.runtime.services.get(SERVICE_KEY) is self:
-            del self.runtime.services[SERVICE_KEY]
+        self.runtime.services.withdraw(self)
 
     # -- publishing ------------------------------------------------------------------------------
 
     def topic_endpoint(self, topic: str) -> str:
-        base = str(self.runtime.services.get("http.base_url", "http://localhost:7071")).rstrip("/")
+        base = self.runtime.services.base_url.rstrip("/")
         return base + topic_path(topic)
 
     def topic_id(self, topic: TopicConfig) -> str:
@@ -142,7 +147,9 @@ class EventGridService:
         await self.store.append(topic.name, topic.input_schema, routed, self.clock.now().timestamp())
         self.engine.notify()
         matched = sum(len(r.targets) for r in routed)
-        log.info("eventgrid.published topic=%s events=%d deliveries=%d", topic.name, len(events), matched)
+        log.debug("Published %d event(s) to Event Grid topic '%s' (%d deliveries)",
+                  len(events), topic.name, matched, extra={"event": "EventGridPublished", "topic": topic.name, "events": len(events),
+                         "deliveries": matched})
         return len(events)
 
     def describe(self) -> list[str]:
@@ -157,11 +164,10 @@ class EventGridService:
 
 async def start(runtime: Runtime) -> EventGridService:
     config = load_config(runtime.app_dir, eventgrid_functions(runtime))
-    directory = runtime.data_dir / "eventgrid"
-    keys = KeyRing(directory).ensure([t.name for t in config.topics.values() if t.kind == "custom"])
-    store = EventStore(directory)
-    service = EventGridService(runtime, config, store, keys)
-    runtime.services[SERVICE_KEY] = service
+    keys = KeyRing(runtime.data_dir / "eventgrid").ensure([t.name for t in config.topics.values()
+                                                          if t.kind == "custom"])
+    service = EventGridService(runtime, config, runtime.storage.eventgrid_store(), keys)
+    runtime.services.provide(service)
     try:
         await service._start()
     except BaseException:

@@ -1,7 +1,11 @@
 """Turn a FunctionRegister into `FunctionSpec`s: the worker's metadata, validated.
 
-Each function is built on its own (the library's FunctionBuilder.build), so a failure names the
-function and the line where it is declared instead of failing the whole app anonymously.
+What the Python worker refuses fails the whole app, as it does (the worker's indexing answers
+the host with one failure): an import or syntax error, no app or two apps, a function the
+library cannot build, parameters that do not match the bindings, two functions with one name.
+Each such error names the function and the line where it is declared. What the host checks per
+function (a `%setting%` that resolves to nothing, an invalid retry policy) only puts that
+function in error: it is recorded in `FunctionSpec.errors` for the host to report.
 """
 
 from __future__ import annotations
@@ -14,12 +18,11 @@ from typing import Any
 
 import azure.functions as func
 
-from funchost.errors import AppLoadError, ConfigError, UnsupportedBindingError
+from funchost.errors import AppLoadError, ConfigError
 from funchost.indexing import retry as retry_settings
 from funchost.indexing.loader import find_function_register, import_app_module, script_path
 from funchost.indexing.parameters import SignatureError, build_parameters
 from funchost.indexing.spec import BindingSpec, FunctionSpec, RetryOptions
-from funchost.runtime import registry
 from funchost.settings.app_settings import AppSettings
 
 _RESERVED = {"name", "type", "direction", "dataType"}
@@ -77,14 +80,11 @@ def _build(builder: Any, app: func.FunctionRegister, settings: AppSettings,
     def fail(message: str, cls: type[AppLoadError] = AppLoadError) -> AppLoadError:
         return cls(message, file=file, line=line, function=name)
 
-    try:
-        bindings = tuple(_binding(raw, function, settings, name) for raw in function.get_raw_bindings())
-    except ConfigError as exc:
-        raise fail(str(exc)) from exc
+    problems: list[str] = []
+    bindings = tuple(_binding(raw, function, settings, name, problems) for raw in function.get_raw_bindings())
     trigger = next((b for b in bindings if b.is_trigger), None)
     if trigger is None:
         raise fail("has no trigger; a function must have exactly one trigger")
-    _check_supported(trigger, bindings, fail)
     try:
         parameters, return_binding, return_annotation = build_parameters(user_fn, bindings)
     except SignatureError as exc:
@@ -95,7 +95,7 @@ def _build(builder: Any, app: func.FunctionRegister, settings: AppSettings,
         try:
             retry = retry_settings.from_decorator(retry_setting)
         except ValueError as exc:
-            raise fail(f"invalid retry policy: {exc}") from exc
+            problems.append(f"invalid retry policy: {exc}")
     return FunctionSpec(
         name=name,
         func=user_fn,
@@ -109,10 +109,11 @@ def _build(builder: Any, app: func.FunctionRegister, settings: AppSettings,
         directory=str(path.parent),
         source_line=line,
         retry=retry,
+        errors=tuple(problems),
     )
 
 
-def _binding(raw_json: str, function: Any, settings: AppSettings, fn_name: str) -> BindingSpec:
+def _binding(raw_json: str, function: Any, settings: AppSettings, fn_name: str, problems: list[str]) -> BindingSpec:
     raw = json.loads(raw_json)
     name = raw.get("name")
     btype = raw.get("type")
@@ -122,31 +123,15 @@ def _binding(raw_json: str, function: Any, settings: AppSettings, fn_name: str) 
         if key in _RESERVED:
             continue
         if isinstance(value, str) and "%" in value:
-            value = settings.resolve_tokens(value, where=f"function '{fn_name}' binding '{name}' {key}")
+            try:
+                value = settings.resolve_tokens(value, where=f"function '{fn_name}' binding '{name}' {key}")
+            except ConfigError as exc:
+                problems.append(str(exc))  # the value stays unresolved; the function is in error
         properties[key] = value
     trigger = function.get_trigger()
     is_trigger = trigger is not None and getattr(trigger, "name", None) == name and btype == trigger.type
     return BindingSpec(name=name, type=btype, direction=direction, data_type=raw.get("dataType"),
                        properties=properties, is_trigger=is_trigger)
-
-
-def _check_supported(trigger: BindingSpec, bindings: tuple[BindingSpec, ...], fail: Any) -> None:
-    if registry.trigger_support(trigger.type) is None:
-        supported = ", ".join(sorted(registry.TRIGGER_MODULES))
-        raise fail(
-            f"trigger type '{trigger.type}' is not supported by funchost (supported: {supported})",
-            UnsupportedBindingError,
-        )
-    for binding in bindings:
-        if binding.is_trigger:
-            continue
-        if registry.binding_support(binding.type) is None:
-            supported = ", ".join(sorted(registry.BINDING_MODULES))
-            raise fail(
-                f"binding '{binding.name}' of type '{binding.type}' is not supported by funchost "
-                f"(supported: {supported})",
-                UnsupportedBindingError,
-            )
 
 
 def _source_of(fn: Any, path: Path) -> tuple[str | None, int | None]:

@@ -93,9 +93,10 @@ def build_parameters(
             is_out, _ = _out_type(return_annotation)
             if is_out:
                 raise SignatureError("return annotation should not be azure.functions.Out")
+            # Checked against the binding's own converter: the worker's generic rule for str /
+            # bytes covers parameters only (`-> str` is fine on http, `-> bytes` is not).
             conv = converter(return_binding.type)
             if (conv is not None and inspect.isclass(return_annotation)
-                    and not _uses_generic(return_binding, return_annotation)
                     and not conv.check_output_type_annotation(return_annotation)):
                 raise SignatureError(
                     f'Python return annotation "{return_annotation.__name__}" does not match binding type '

@@ -70,6 +70,9 @@ class FunctionSpec:
     source_line: int | None
     retry: RetryOptions | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
+    # Why the host cannot run this function, found while indexing (a %setting% that resolves
+    # to nothing, an invalid retry policy): the function is listed in error, the app runs.
+    errors: tuple[str, ...] = ()
 
     @property
     def trigger_type(self) -> str:
@@ -81,9 +84,6 @@ class FunctionSpec:
 
     def output_bindings(self) -> tuple[BindingSpec, ...]:
         return tuple(b for b in self.bindings if b.direction in ("out", "inout") and not b.is_trigger)
-
-    def input_bindings(self) -> tuple[BindingSpec, ...]:
-        return tuple(b for b in self.bindings if b.direction == "in" and not b.is_trigger)
 
     def binding(self, name: str) -> BindingSpec | None:
         for b in self.bindings:

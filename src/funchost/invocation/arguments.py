@@ -2,7 +2,8 @@
 
 This is the worker's `from_incoming_proto` / `to_outgoing_proto`: a binding's registered
 converter decodes the host's Datum (with trigger metadata) into the user's type; str / bytes
-annotations on ordinary bindings use the generic converter (the raw value).
+annotations on ordinary parameters use the generic converter (the raw value). A return value
+always goes through its binding's own converter, whatever the annotation says.
 """
 
 from __future__ import annotations
@@ -86,22 +87,47 @@ def generic_encode(value: Any) -> Datum | None:
 
 
 def encoder_for(binding: BindingSpec, annotation: Any) -> Encoder:
-    """How one output value becomes a Datum (None = not sent); chosen once per function at load."""
+    """How a `func.Out` parameter's value becomes a Datum (None = not sent); chosen once per
+    function at load. `Out[str]` / `Out[bytes]` on an ordinary binding use the generic converter,
+    as the worker's `validate_function_params` binds them."""
     conv = converter(binding.type)
     pytype = None if annotation in (EMPTY, None) else annotation
     if conv is None or (pytype is not None and _uses_generic(binding, pytype)):
         return generic_encode
+    encode = _library_encoder(binding, conv, pytype)
+
+    def library(value: Any) -> Datum | None:
+        return None if value is None else encode(value)  # the worker skips an unset Out
+
+    return library
+
+
+def return_encoder_for(binding: BindingSpec, annotation: Any) -> Encoder:
+    """How a return value becomes the `$return` Datum, as the worker's `get_function_return_type`
+    and `to_outgoing_proto` do: always the binding's own converter (the generic rule for str /
+    bytes covers parameters only), with the annotation as the expected type. Every value is
+    encoded, None included: `-> str` returning `func.HttpResponse` is an HTTP response, and
+    None or a dict on an HTTP `$return` fails the invocation as it does on Azure."""
+    conv = converter(binding.type)
+    if conv is None:
+        return generic_encode  # the worker's GenericBinding: None is no output
+    return _library_encoder(binding, conv, None if annotation is EMPTY else annotation)
+
+
+def _library_encoder(binding: BindingSpec, conv: Any, pytype: Any) -> Encoder:
     encode_with = conv.encode
 
     def library(value: Any) -> Datum | None:
-        if value is None:
-            return None
         try:
             datum = encode_with(value, expected_type=pytype)
         except NotImplementedError:
-            datum = None
-        if datum is None:
-            return generic_encode(value)
+            # The worker's `get_datum`: a value the binding's converter rejects fails the call.
+            raise InvocationError(
+                f'unable to encode outgoing TypedData: unsupported type "{binding.type}" for Python type '
+                f'"{type(value).__name__}"'
+            ) from None
+        if datum is None or datum.type is None:
+            return None  # a converter's "nothing to send" (EventHubConverter, GenericBinding)
         return datum  # type: ignore[no-any-return]
 
     return library

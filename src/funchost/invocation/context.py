@@ -61,12 +61,17 @@ class RpcException(_abc.RpcException):
 
 
 class RetryContext(_abc.RetryContext):
-    """The worker's dataclass exposes `rpc_exception`; the library's ABC names it `exception`."""
+    """The worker's dataclass exposes `rpc_exception`; the library's ABC names it `exception`.
+
+    The worker reads these fields from the invocation request's protobuf, where an unset message
+    field reads as an empty message: without a previous failure `rpc_exception` is an
+    RpcException with empty fields, never None.
+    """
 
     def __init__(self, retry_count: int, max_retry_count: int, rpc_exception: RpcException | None) -> None:
         self._retry_count = retry_count
         self._max_retry_count = max_retry_count
-        self._rpc_exception = rpc_exception
+        self._rpc_exception = rpc_exception if rpc_exception is not None else RpcException("")
 
     @property
     def retry_count(self) -> int:
@@ -77,11 +82,11 @@ class RetryContext(_abc.RetryContext):
         return self._max_retry_count
 
     @property
-    def rpc_exception(self) -> RpcException | None:
+    def rpc_exception(self) -> RpcException:
         return self._rpc_exception
 
     @property
-    def exception(self) -> RpcException | None:  # type: ignore[override]
+    def exception(self) -> RpcException:
         return self._rpc_exception
 
 
@@ -98,7 +103,9 @@ class InvocationContext(func.Context):
         self._function_name = function_name
         self._function_directory = function_directory
         self._trace_context = trace_context
-        self._retry_context = retry_context
+        # The worker always builds one: without a retry policy the host sends no RetryContext and
+        # the protobuf defaults give retry_count 0, max_retry_count 0 (dispatcher `_get_context`).
+        self._retry_context = retry_context if retry_context is not None else RetryContext(0, 0, None)
         self._thread_local_storage = threading.local()
 
     @property
@@ -123,7 +130,7 @@ class InvocationContext(func.Context):
 
     @property
     def retry_context(self) -> RetryContext:
-        return self._retry_context  # type: ignore[return-value]
+        return self._retry_context
 
 
 class OutValue(func.Out):  # type: ignore[type-arg]

@@ -9,7 +9,9 @@ Rules of the canonical form:
 - keys sorted by code point at every level, no insignificant whitespace, UTF-8, non-ASCII kept;
 - key casing is fixed by the DTO (camelCase, as the web defaults of System.Text.Json);
 - a key whose value is `None` is dropped, so `null` and "omitted" hash the same;
-- integers stay integers; floats use Python's shortest repr; NaN/Infinity are refused.
+- integers stay integers; floats use Python's shortest repr; NaN/Infinity are refused;
+- a string holding a lone surrogate (JSON ``"\ud800"``) is refused: it is not Unicode text and
+  has no UTF-8 form (System.Text.Json refuses to read it too).
 """
 
 from __future__ import annotations
@@ -22,9 +24,31 @@ from typing import Any
 
 
 def sha256_hex(value: str | bytes) -> str:
-    """Lowercase hex SHA-256 of a string (UTF-8) or bytes."""
-    data = value.encode("utf-8") if isinstance(value, str) else value
+    """Lowercase hex SHA-256 of a string (UTF-8) or bytes.
+
+    Total over Python strings: a lone surrogate is hashed as its UTF-16 code unit's 3-byte form
+    (``surrogatepass``), so hashing never fails on text a client made up."""
+    data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
     return hashlib.sha256(data).hexdigest()
+
+
+def check_text(value: Any, where: str = "value") -> None:
+    """ValueError if a string in `value` (keys included, at any depth) holds a lone surrogate."""
+    if isinstance(value, str):
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                code = ord(value[exc.start])
+                raise ValueError(f"{where} holds a lone surrogate (U+{code:04X}), which is not valid "
+                                 "Unicode text") from None
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            check_text(key, where)
+            check_text(item, f"{where}.{key}" if isinstance(key, str) and key.isascii() else where)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            check_text(item, where)
 
 
 def _drop_nulls(value: Any) -> Any:
@@ -41,6 +65,7 @@ def canonical_json(dto: Mapping[str, Any] | Any) -> str:
         dto = asdict(dto)
     if not isinstance(dto, Mapping):
         raise TypeError("canonical_json needs a mapping or a dataclass instance")
+    check_text(dto, "the request")
     return json.dumps(
         _drop_nulls(dto), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
@@ -56,7 +81,8 @@ def select_fields(body: Mapping[str, Any], fields: tuple[str, ...] | list[str]) 
 
     Property names match case-insensitively (the web defaults of System.Text.Json), so
     `BlobName` and `blobName` land in the same DTO field; unknown properties are dropped and thus
-    never reach the hash. Two properties that differ only in case are ambiguous: ValueError.
+    never reach the hash. Two properties that differ only in case are ambiguous: ValueError; so
+    is a kept value holding a lone surrogate (`check_text`).
     """
     wanted = {name.lower(): name for name in fields}
     out: dict[str, Any] = {}
@@ -66,5 +92,6 @@ def select_fields(body: Mapping[str, Any], fields: tuple[str, ...] | list[str]) 
             continue
         if name in out:
             raise ValueError(f"property '{name}' is given more than once (differing only in case)")
+        check_text(value, f"property '{name}'")
         out[name] = value
     return out

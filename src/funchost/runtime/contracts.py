@@ -2,14 +2,16 @@
 
 Each trigger type lives in ``funchost/triggers/<name>/`` and exposes ``SUPPORT``, an object
 implementing `TriggerSupport`; each binding type lives in ``funchost/bindings/<name>.py`` and
-exposes ``SUPPORT`` implementing `BindingSupport`. The host finds them through
-`funchost.runtime.registry` by the library's binding type strings and never knows their
-internals. Every trigger hands work to `Runtime.invoker`; nothing else runs user code.
+exposes ``SUPPORT`` implementing `BindingSupport`; each host-wide service is a module exposing
+``start`` (`HostServiceStart`). The host finds them through `funchost.runtime.registry` by the
+library's binding type strings and never knows their internals. Every trigger hands work to
+`Runtime.invoker`; nothing else runs user code.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -20,17 +22,22 @@ from funchost.clock import Clock
 from funchost.indexing.spec import BindingSpec, FunctionSpec
 from funchost.invocation.contracts import FunctionInvoker, InvocationRequest
 from funchost.runtime.faults import FaultInjector
+from funchost.runtime.function_errors import FunctionErrors
+from funchost.runtime.services import HostServices
 from funchost.runtime.signals import Signals
 
 if TYPE_CHECKING:
     from funchost.settings.app_settings import AppSettings
     from funchost.settings.host_json import HostOptions
-    from funchost.storage.backend import StorageBackend
+    from funchost.storage.host_storage import HostStorage
 
 
 class Listener(Protocol):
     async def start(self) -> None:
-        """Begin listening; return once the listener is running (do not block forever)."""
+        """Begin listening; return once the listener is running (do not block forever).
+
+        Raise when it cannot start (a missing container, ...): the host marks the function in
+        error and retries the start in the background."""
 
     async def stop(self) -> None:
         """Graceful stop: fetch nothing new, finish and complete in-flight work, release leases."""
@@ -45,21 +52,23 @@ class Runtime:
     clock: Clock
     settings: AppSettings
     options: HostOptions
-    storage: StorageBackend
-    invoker: FunctionInvoker
+    storage: HostStorage
+    # None: the host's `Executor`, built with this runtime (tests pass their own invoker).
+    invoker: FunctionInvoker = None  # type: ignore[assignment]
     signals: Signals = field(default_factory=Signals)
     faults: FaultInjector = field(default_factory=FaultInjector)
+    # The functions that run (functions in error are left out, see `function_errors`).
     functions: dict[str, FunctionSpec] = field(default_factory=dict)
+    function_errors: FunctionErrors = field(default_factory=FunctionErrors)
     host_id: str = "funchost"
-    # Shared services created lazily by plug-ins (e.g. the Event Grid delivery engine), keyed by name.
-    services: dict[str, Any] = field(default_factory=dict)
+    services: HostServices = field(default_factory=HostServices)
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("funchost.host"))
 
-    def service(self, key: str, factory: Any) -> Any:
-        """Get or create a host-wide shared object (`factory(runtime)` on first use)."""
-        if key not in self.services:
-            self.services[key] = factory(self)
-        return self.services[key]
+    def __post_init__(self) -> None:
+        if self.invoker is None:
+            from funchost.invocation.executor import Executor
+
+            self.invoker = Executor(self)
 
     @property
     def is_development(self) -> bool:
@@ -98,3 +107,12 @@ class BindingSupport(Protocol):
         self, binding: BindingSpec, datum: Datum, request: InvocationRequest, runtime: Runtime
     ) -> None:
         """Deliver an output binding's value (already encoded by the library's converter)."""
+
+
+class HostService(Protocol):
+    async def stop(self) -> None:
+        """Graceful stop, at host shutdown (after the listeners, before storage closes)."""
+
+
+# A host-wide service module's ``start``: called once the storage is open, before listeners.
+HostServiceStart = Callable[[Runtime], Awaitable[HostService | None]]

@@ -7,11 +7,13 @@ happens when a write or delete fails half-way.
 
 Known points (keep this list in sync with the code):
     queue.<op>.before / queue.<op>.during   for put, get, update, delete, around every queue
-                                            call of the host (runtime/fault_storage.py)
-    queue.put.after                         the queue processor after a poison copy was written
+                                            call of the host (storage/faults.py)
+    queue.put.after                         once a message is sent (storage/queue_send.py: output
+                                            binding, poison copies, harness, Event Grid, app code)
     queue.delete.after / queue.update.after the queue processor after completing / releasing
-    function.before / function.after      (around the user function, inside the executor)
+    function.before / function.after        around the user function (invocation/pieces.py)
     changefeed.checkpoint.before          (before a change-feed lease checkpoint)
+    eventhubs.checkpoint.before           (before an Event Hubs partition checkpoint)
 """
 
 from __future__ import annotations

@@ -1,4 +1,10 @@
-"""Where each trigger and binding type is implemented, by the library's type strings.
+"""Where each trigger, binding, host-wide service and invocation piece is implemented.
+
+Triggers and bindings are keyed by the library's type strings; each module exposes ``SUPPORT``
+(a `TriggerSupport` / `BindingSupport`). Host-wide services are modules exposing ``start``
+(a `HostServiceStart`), started with every host. Invocation pieces (tracing, metrics, ...) are
+modules exposing ``middleware(runtime)`` returning a `Middleware` the executor adds to its chain.
+Adding one is a new module and ONE line here.
 
 Modules are imported lazily, so an app only pays for what it uses, and a type whose module is
 absent is reported as unsupported instead of crashing the import.
@@ -7,9 +13,12 @@ absent is reported as unsupported instead of crashing the import.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from collections.abc import Callable
+from types import ModuleType
+from typing import cast
 
-from funchost.errors import UnsupportedBindingError
+from funchost.invocation.middleware import Middleware
+from funchost.runtime.contracts import BindingSupport, HostServiceStart, Runtime, TriggerSupport
 
 TRIGGER_MODULES: dict[str, str] = {
     "httpTrigger": "funchost.triggers.http",
@@ -17,6 +26,8 @@ TRIGGER_MODULES: dict[str, str] = {
     "timerTrigger": "funchost.triggers.timer",
     "eventGridTrigger": "funchost.triggers.eventgrid",
     "cosmosDBTrigger": "funchost.triggers.changefeed",
+    "eventHubTrigger": "funchost.triggers.eventhub",
+    "serviceBusTrigger": "funchost.triggers.servicebus",
 }
 
 BINDING_MODULES: dict[str, str] = {
@@ -25,39 +36,60 @@ BINDING_MODULES: dict[str, str] = {
     "blob": "funchost.bindings.blob",
     "cosmosDB": "funchost.bindings.cosmosdb",
     "eventGrid": "funchost.bindings.eventgrid",
+    "eventHub": "funchost.bindings.eventhub",
+    "serviceBus": "funchost.bindings.servicebus",
 }
 
+HOST_SERVICE_MODULES: tuple[str, ...] = (
+    "funchost.eventgrid.service",
+    "funchost.storage_endpoints.service",
+)
 
-def _load(module_name: str) -> Any | None:
+# Pieces added to every invocation, inside the Executing/Executed lines and around binding.
+MIDDLEWARE_MODULES: tuple[str, ...] = ()
+
+
+def _module(module_name: str) -> ModuleType | None:
     try:
-        module = importlib.import_module(module_name)
+        return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name is not None and module_name.startswith(exc.name):
             return None  # the plug-in itself is absent: unsupported, not broken
         raise
-    return getattr(module, "SUPPORT", None)
 
 
-def trigger_support(trigger_type: str) -> Any | None:
-    module = TRIGGER_MODULES.get(trigger_type)
-    return _load(module) if module else None
+def trigger_support(trigger_type: str) -> TriggerSupport | None:
+    name = TRIGGER_MODULES.get(trigger_type)
+    module = _module(name) if name else None
+    return cast(TriggerSupport, module.SUPPORT) if module is not None else None
 
 
-def binding_support(binding_type: str) -> Any | None:
-    module = BINDING_MODULES.get(binding_type)
-    return _load(module) if module else None
+def binding_support(binding_type: str) -> BindingSupport | None:
+    name = BINDING_MODULES.get(binding_type)
+    module = _module(name) if name else None
+    return cast(BindingSupport, module.SUPPORT) if module is not None else None
 
 
-def require_trigger(trigger_type: str) -> Any:
-    """For functions that passed indexing, where support is known to exist."""
+def host_service_starts() -> list[HostServiceStart]:
+    found = (_module(name) for name in HOST_SERVICE_MODULES)
+    return [cast(HostServiceStart, module.start) for module in found if module is not None]
+
+
+def middleware_factories() -> list[Callable[[Runtime], Middleware]]:
+    found = (_module(name) for name in MIDDLEWARE_MODULES)
+    return [cast(Callable[[Runtime], Middleware], module.middleware) for module in found if module is not None]
+
+
+def require_trigger(trigger_type: str) -> TriggerSupport:
+    """For functions that passed validation, where support is known to exist."""
     support = trigger_support(trigger_type)
     if support is None:
-        raise UnsupportedBindingError(f"trigger type '{trigger_type}' is not supported by funchost")
+        raise LookupError(f"no trigger support for '{trigger_type}'")
     return support
 
 
-def require_binding(binding_type: str) -> Any:
+def require_binding(binding_type: str) -> BindingSupport:
     support = binding_support(binding_type)
     if support is None:
-        raise UnsupportedBindingError(f"binding type '{binding_type}' is not supported by funchost")
+        raise LookupError(f"no binding support for '{binding_type}'")
     return support

@@ -1,6 +1,7 @@
-"""In-process wake-ups: a queue write by this host cuts the listener's back-off short.
+"""In-process wake-ups: a write by this host cuts a listener's wait short.
 
-Topics are tuples such as ``("queue", account, queue_name)``. Subscribers are plain callables
+Topics are tuples such as ``("queue", account, queue_name)``, published by the storage wrappers
+of `funchost.storage.wakeups`. Subscribers are plain callables
 run synchronously on the event loop thread; they must not block (typically `PollLoop.notify`).
 """
 
@@ -54,3 +55,7 @@ class Signals:
 
 def queue_topic(account: str, queue_name: str) -> tuple[str, str, str]:
     return ("queue", account, queue_name.lower())
+
+
+def documents_topic(store_name: str, database: str, container: str) -> tuple[str, str, str, str]:
+    return ("documents", store_name, database, container)

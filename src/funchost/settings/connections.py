@@ -2,10 +2,14 @@
 
 A binding's `connection` names a setting, not a connection string:
   1. empty / absent            -> the `AzureWebJobsStorage` setting
-  2. the exact setting name    -> a connection string
-  3. `AzureWebJobs<Name>`      -> a connection string
-  4. `<Name>__queueServiceUri` / `__blobServiceUri` / `__serviceUri` / `__accountName`
+  2. `AzureWebJobs<Name>`, then the exact name, each first as `ConnectionStrings:<that>`
+     (local.settings.json `ConnectionStrings`; `ConnectionStrings__<that>` in the environment)
+                               -> a connection string
+  3. `<Name>__queueServiceUri` / `__blobServiceUri` / `__serviceUri` / `__accountName`
                                -> an identity-based connection (DefaultAzureCredential)
+
+Step 2 is the WebJobs SDK's `GetWebJobsConnectionSection`: the prefixed name first, each name
+looked up in the `ConnectionStrings` section before the root (`IConfigurationExtensions.cs`).
 """
 
 from __future__ import annotations
@@ -86,11 +90,12 @@ def resolve_storage_connection(
     setting = (name or "").strip() or DEFAULT_STORAGE
     candidates = [setting]
     if not setting.lower().startswith("azurewebjobs"):
-        candidates.append(f"AzureWebJobs{setting}")
+        candidates.insert(0, f"AzureWebJobs{setting}")
     for candidate in candidates:
-        value = settings.get(candidate)
-        if value:
-            return StorageConnection(candidate, account_name_of(value), connection_string=value)
+        for key in (f"ConnectionStrings:{candidate}", f"ConnectionStrings__{candidate}", candidate):
+            value = settings.get(key)
+            if value:
+                return StorageConnection(key, account_name_of(value), connection_string=value)
     for suffix in _IDENTITY_SUFFIXES.get(service, ("__serviceUri",)):
         uri = settings.get(f"{setting}{suffix}")
         if uri:

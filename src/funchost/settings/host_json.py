@@ -1,9 +1,12 @@
 """host.json (version 2.0).
 
 Sections funchost implements are read strictly (typos are errors with the key's path); sections
-it knows but does not emulate produce one warning each; anything else is an error. Extension
-sections are parsed by the plug-in that implements them (``<module>.parse(reader)``), so their
-defaults live next to the code that uses them.
+it knows but does not emulate produce one warning each, or a debug line when nothing is lost
+(the stock template's extensionBundle and applicationInsights). The Functions host ignores keys
+it does not know at the top level and under `extensions`; there an unknown key gets one warning,
+unless it is close to a known one (a typo: an error). Extension sections are parsed by the
+plug-in that implements them (``<module>.parse(reader)``), so their defaults live next to the
+code that uses them.
 """
 
 from __future__ import annotations
@@ -32,14 +35,20 @@ EXTENSION_PARSERS: dict[str, str] = {
     "cosmosDB": "funchost.triggers.changefeed.options",
     "eventGrid": "funchost.triggers.eventgrid.options",
     "blobs": "funchost.bindings.blob_options",
+    "eventHubs": "funchost.triggers.eventhub.options",
+    "serviceBus": "funchost.triggers.servicebus.options",
 }
 # Known to the Functions host but not emulated: accepted with one warning.
-KNOWN_EXTENSIONS = {"serviceBus", "eventHubs", "durableTask", "kafka", "sql", "rabbitMQ", "sendGrid",
+KNOWN_EXTENSIONS = {"durableTask", "kafka", "sql", "rabbitMQ", "sendGrid",
                     "mysql", "tables", "signalR", "webPubSub", "dapr", "mcp"}
-KNOWN_TOP_LEVEL = {"extensionBundle", "healthMonitor", "managedDependency", "watchDirectories",
+KNOWN_TOP_LEVEL = {"healthMonitor", "managedDependency", "watchDirectories",
                    "watchFiles", "aggregator", "customHandler", "concurrency", "telemetryMode",
                    "languageWorkers", "functions", "fileWatchingEnabled", "sendCanceledInvocationsToWorker"}
-KNOWN_LOGGING = {"applicationInsights", "fileLoggingMode", "console"}
+KNOWN_LOGGING = {"fileLoggingMode", "console"}
+# Known and harmless to ignore locally (bundles: every extension is built in; no telemetry is
+# sent; isDefaultHostConfig marks a host.json the host wrote itself): a debug line, no warning.
+QUIET_TOP_LEVEL = {"extensionBundle", "isDefaultHostConfig"}
+QUIET_LOGGING = {"applicationInsights"}
 
 
 @dataclass(frozen=True)
@@ -122,11 +131,12 @@ def parse_host_json(raw: Any) -> HostOptions:
         raise ConfigError("must be an object", path=f"{FILE_NAME}: retry")
     singleton = reader.raw("singleton") or {}
     extensions = _extensions(reader.section("extensions"), warnings)
-    for key in KNOWN_TOP_LEVEL:
-        if reader.has(key):
-            reader.raw(key)
-            warnings.append(f"host.json: '{key}' is recognised but not emulated by funchost; ignored")
-    reader.finish()
+    _known_keys(reader, KNOWN_TOP_LEVEL, QUIET_TOP_LEVEL, "", warnings)
+    unknown: list[str] = []
+    reader.finish(tolerated=unknown)
+    if unknown:
+        warnings.append(f"host.json: unknown top-level key(s) {', '.join(map(repr, unknown))} ignored, "
+                        "as the Functions host ignores them")
     for message in warnings:
         log.warning(message)
     return HostOptions(version, timeout, log_levels, retry, dict(singleton), extensions, tuple(warnings), dict(raw))
@@ -159,10 +169,7 @@ def _logging(section: SectionReader, warnings: list[str]) -> dict[str, str]:
             raise ConfigError(f"unknown log level {level!r} (expected one of {sorted(_LOG_LEVELS.values())})",
                               path=f"{section.key_path('logLevel')}.{category}")
         levels[str(category)] = canonical
-    for key in KNOWN_LOGGING:
-        if section.has(key):
-            section.raw(key)
-            warnings.append(f"host.json: 'logging.{key}' is recognised but not emulated by funchost; ignored")
+    _known_keys(section, KNOWN_LOGGING, QUIET_LOGGING, "logging.", warnings)
     section.finish()
     return levels
 
@@ -178,12 +185,24 @@ def _extensions(section: SectionReader, warnings: list[str]) -> dict[str, Any]:
             continue
         parsed[name] = parser(sub)
         sub.finish()
-    for name in KNOWN_EXTENSIONS:
-        if section.has(name):
-            section.raw(name)
-            warnings.append(f"host.json: 'extensions.{name}' is recognised but not emulated by funchost; ignored")
-    section.finish()
+    _known_keys(section, KNOWN_EXTENSIONS, set(), "extensions.", warnings)
+    unknown: list[str] = []
+    section.finish(tolerated=unknown)
+    warnings.extend(f"host.json: 'extensions.{name}' is not an extension funchost knows; ignored" for name in unknown)
     return parsed
+
+
+def _known_keys(reader: SectionReader, not_emulated: set[str], quiet: set[str], prefix: str,
+                warnings: list[str]) -> None:
+    """Accept keys funchost knows but does not emulate: one warning each, or a debug line for the
+    `quiet` ones. Every name is declared, so a near miss of one is reported as a typo."""
+    for key in sorted(not_emulated | quiet):
+        present = reader.has(key)
+        reader.raw(key)
+        if present and key in quiet:
+            log.debug("host.json: '%s%s' is not needed by funchost; ignored", prefix, key)
+        elif present:
+            warnings.append(f"host.json: '{prefix}{key}' is recognised but not emulated by funchost; ignored")
 
 
 def _parser(module_name: str) -> Any:

@@ -1,7 +1,8 @@
 """local.settings.json, as Core Tools reads it.
 
 `Values` become app settings (strings only, the real environment wins); `Host.LocalHttpPort`
-sets the default port; `ConnectionStrings` are accepted. Unknown top-level or Host keys are
+sets the default port; `ConnectionStrings` become `ConnectionStrings:<name>` settings
+(`settings/exported.py`). Unknown top-level or Host keys are
 errors naming their path, so a typo never passes silently.
 """
 
@@ -73,4 +74,14 @@ def parse_local_settings(raw: Any, path: Path | None = None) -> LocalSettings:
     conns = raw.get("ConnectionStrings") or {}
     if not isinstance(conns, dict):
         raise ConfigError("must be an object", path=f"{FILE_NAME}: ConnectionStrings")
-    return LocalSettings(values, port, {str(k): str(v) for k, v in conns.items()}, path)
+    return LocalSettings(values, port, {str(k): _connection_string(k, v) for k, v in conns.items()}, path)
+
+
+def _connection_string(name: str, value: Any) -> str:
+    """A string, or Core Tools' object form `{"ConnectionString": ..., "ProviderName": ...}`."""
+    if isinstance(value, dict):
+        value = value.get("ConnectionString")
+    if not isinstance(value, str):
+        raise ConfigError('must be a string or {"ConnectionString": "..."}',
+                          path=f"{FILE_NAME}: ConnectionStrings.{name}")
+    return value

@@ -111,11 +111,18 @@ class SectionReader:
             return default
         return convert(value, self.key_path(actual))
 
-    def finish(self) -> None:
-        """Raise for every key that no reader call asked for."""
+    def finish(self, *, tolerated: list[str] | None = None) -> None:
+        """Raise for every key that no reader call asked for.
+
+        With `tolerated` (for levels where Azure ignores keys it does not know), an unknown key is
+        appended to it instead, unless it is close to a declared key: that is a typo, still an error.
+        """
         for key in self._raw:
             if key.lower() not in self._known:
                 close = difflib.get_close_matches(key.lower(), sorted(self._known), n=1, cutoff=0.6)
+                if tolerated is not None and not close:
+                    tolerated.append(key)
+                    continue
                 hint = ""
                 if close:
                     hint = f" (did you mean '{close[0]}'?)"

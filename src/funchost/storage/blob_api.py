@@ -8,7 +8,9 @@ listing. Rules and codes as the REST API documents them
 
 Conditions: `if_match` (an ETag or `*`), `if_none_match` (an ETag or `*`) are checked inside the
 write's transaction (412 ConditionNotMet; `*` on an existing blob for a create: 409
-BlobAlreadyExists); time conditions are evaluated by the caller on the properties it read.
+BlobAlreadyExists); time conditions are evaluated by the caller on the properties it read. The argument rules
+(names, metadata, block ids, lease actions, ...) are in `blob_rules`, applied in front of every
+backend by `blob_api_validation.ValidatingBlobApi`.
 """
 
 from __future__ import annotations
@@ -19,11 +21,6 @@ from datetime import datetime
 from typing import Protocol
 
 from funchost.storage.blobs import BlobProperties, BlobService
-
-PUBLIC_ACCESS_LEVELS = ("container", "blob")
-MAX_BLOCKS = 50_000
-MAX_BLOCK_ID_BYTES = 64
-MAX_APPEND_BLOCK = 100 * 1024 * 1024
 
 
 @dataclass(frozen=True)

@@ -131,3 +131,21 @@ class BlobService(Protocol):
         """Call `listener` after each committed create/delete. Returns an unsubscribe function."""
 
     async def aclose(self) -> None: ...
+
+
+class BlobChangeJournal(Protocol):
+    """Committed creates and deletes of an account, in commit order, from any process.
+
+    What the storage system topic of Event Grid (and a polling blob trigger) reads. Cursors are
+    the changes' `sequencer`s, which sort as strings; a backend without a journal (Azure, where
+    the account's real Event Grid topic reports changes) has none to offer.
+    """
+
+    async def changes_since(self, cursor: str | None, limit: int = 100) -> list[BlobChange]:
+        """Changes after `cursor` (None: from the oldest kept), oldest first, at most `limit`."""
+
+    async def current_cursor(self) -> str | None:
+        """The cursor of the newest change (None when nothing was ever written)."""
+
+    def subscribe(self, listener: BlobChangeListener) -> Callable[[], None]:
+        """Call `listener` after each change committed by this process."""

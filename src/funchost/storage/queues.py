@@ -3,6 +3,7 @@
 Message `content` is the message *text* as stored by the service (already base64-encoded when
 the app uses messageEncoding=base64); encoding and decoding are the trigger's and binding's
 business, as in the Azure SDK. Errors are `funchost.errors` storage errors carrying Azure codes.
+The argument rules (names, sizes, ranges) are in `queue_rules`, applied in front of every backend.
 """
 
 from __future__ import annotations
@@ -11,11 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
-
-MAX_MESSAGE_BYTES = 64 * 1024  # of UTF-8 encoded message text
-DEFAULT_TTL = 7 * 24 * 3600  # seconds
-MAX_GET_MESSAGES = 32
-MAX_VISIBILITY = 7 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -91,5 +87,9 @@ class QueueService(Protocol):
     async def delete_message(self, name: str, message_id: str, pop_receipt: str) -> None: ...
 
     async def clear_messages(self, name: str) -> None: ...
+
+    async def oldest_insertion_time(self, name: str) -> datetime | None:
+        """When the oldest message still in the queue was put, visible or not (None: empty).
+        A backend that cannot see invisible messages answers for the visible ones."""
 
     async def aclose(self) -> None: ...

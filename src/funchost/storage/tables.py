@@ -1,4 +1,4 @@
-"""The table service Protocol (Azure Table storage), with the service's rules and limits.
+"""The table service Protocol (Azure Table storage): entities, typed values, batches.
 
 https://learn.microsoft.com/rest/api/storageservices/understanding-the-table-service-data-model
 
@@ -7,37 +7,23 @@ Property values are typed: `(edm_type, value)` with Python values `str` (Edm.Str
 `datetime` (Edm.DateTime, UTC) and `bytes` (Edm.Binary). PartitionKey, RowKey and Timestamp are
 the entity's own fields, not properties. Errors are `funchost.errors` storage errors with the
 service's codes: TableNotFound, TableAlreadyExists, EntityAlreadyExists, ResourceNotFound (missing
-entity), UpdateConditionNotSatisfied (412), InvalidInput, PropertiesNeedValue, EntityTooLarge,
-PropertyValueTooLarge, OutOfRangeInput.
+entity), UpdateConditionNotSatisfied (412), and the argument rules' codes (`table_rules`, applied
+in front of every backend).
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from funchost.errors import InvalidInput, InvalidResourceName, StorageError
+from funchost.errors import StorageError
 
 TypedValue = tuple[str, Any]
-EDM_TYPES = ("Edm.String", "Edm.Int32", "Edm.Int64", "Edm.Double", "Edm.Boolean", "Edm.DateTime", "Edm.Guid",
-             "Edm.Binary")
-MAX_KEY_CHARS = 1024
-MAX_PROPERTIES = 252  # plus PartitionKey, RowKey and Timestamp
-MAX_STRING_CHARS = 32 * 1024  # UTF-16 code units
-MAX_BINARY_BYTES = 64 * 1024
-MAX_ENTITY_BYTES = 1024 * 1024
-MAX_PROPERTY_NAME = 255
 MAX_QUERY_RESULTS = 1000
-MAX_BATCH_OPERATIONS = 100
 SYSTEM_PROPERTIES = ("PartitionKey", "RowKey", "Timestamp")
-
-_TABLE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]{2,62}$")
-_FORBIDDEN_KEY_CHARS = re.compile(r"[/\\#?\x00-\x1f\x7f-\x9f]")
-_PROPERTY_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def parse_datetime(value: str) -> datetime | None:
@@ -54,10 +40,6 @@ def parse_datetime(value: str) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-class TableError(StorageError):
-    code, status = "InvalidInput", 400
 
 
 def table_error(status: int, code: str, message: str) -> StorageError:
@@ -89,60 +71,6 @@ class BatchFailed(StorageError):
         self.index = index
         self.error = error
         super().__init__(str(error), code=error.code, status=error.status)
-
-
-def check_table_name(name: str) -> None:
-    if not isinstance(name, str) or not _TABLE_NAME.match(name) or name.lower() == "tables":
-        raise InvalidResourceName("table names are 3-63 letters and digits, starting with a letter, and not "
-                                  "'tables'", code="InvalidResourceName")
-
-
-def check_key(value: Any, which: str) -> str:
-    if not isinstance(value, str):
-        raise table_error(400, "PropertiesNeedValue", f"the {which} is required and must be a string")
-    if len(value) > MAX_KEY_CHARS:
-        raise table_error(400, "OutOfRangeInput", f"the {which} is longer than {MAX_KEY_CHARS} characters")
-    if _FORBIDDEN_KEY_CHARS.search(value):
-        raise InvalidInput(f"the {which} contains a character that is not allowed (/ \\ # ? or a control "
-                           "character)")
-    return value
-
-
-def check_properties(properties: Mapping[str, TypedValue]) -> None:
-    if len(properties) > MAX_PROPERTIES:
-        raise table_error(400, "TooManyProperties", f"an entity has at most {MAX_PROPERTIES} properties")
-    size = 0
-    for name, (edm, value) in properties.items():
-        if name in SYSTEM_PROPERTIES or len(name) > MAX_PROPERTY_NAME or not _PROPERTY_NAME.match(name):
-            raise table_error(400, "PropertyNameInvalid", f"the property name {name!r} is invalid")
-        if edm not in EDM_TYPES:
-            raise InvalidInput(f"the type {edm!r} of property {name!r} is not an Edm type")
-        if edm == "Edm.String" and len(value.encode("utf-16-le")) // 2 > MAX_STRING_CHARS:
-            raise table_error(400, "PropertyValueTooLarge", f"property {name!r} is larger than 64 KiB")
-        if edm == "Edm.Binary" and len(value) > MAX_BINARY_BYTES:
-            raise table_error(400, "PropertyValueTooLarge", f"property {name!r} is larger than 64 KiB")
-        size += len(name) * 2 + (len(value) * 2 if isinstance(value, str | bytes) else 8)
-    if size > MAX_ENTITY_BYTES:
-        raise table_error(400, "EntityTooLarge", "the entity is larger than 1 MiB")
-
-
-def check_batch(operations: Sequence[BatchOperation]) -> None:
-    """One entity group: at most 100 operations, one PartitionKey, each entity once (BatchFailed)."""
-    if not operations:
-        raise BatchFailed(0, InvalidInput("the changeset is empty"))
-    if len(operations) > MAX_BATCH_OPERATIONS:
-        raise BatchFailed(0, InvalidInput(f"The batch request operation exceeds the maximum {MAX_BATCH_OPERATIONS} "
-                                          "changes per change set."))
-    seen: set[tuple[str, str]] = set()
-    for index, op in enumerate(operations):
-        if op.partition_key != operations[0].partition_key:
-            raise BatchFailed(index, InvalidInput("All commands in a batch must operate on the same entity group.",
-                                                  code="CommandsInBatchActOnDifferentPartitions"))
-        if (op.partition_key, op.row_key) in seen:
-            raise BatchFailed(index, InvalidInput("The batch request contains multiple changes with same row key. An "
-                                                  "entity can appear only once in a batch request.",
-                                                  code="InvalidDuplicateRow"))
-        seen.add((op.partition_key, op.row_key))
 
 
 class TableService(Protocol):

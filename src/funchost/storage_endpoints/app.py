@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import xml.etree.ElementTree as ET
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -44,16 +45,13 @@ DEFAULT_BODY_LIMIT = 4 * 1024 * 1024
 
 
 class AccountStorage(Protocol):
-    """The embedded storage of every account, and the host's in-process wake-ups."""
+    """The storage of every account served, behind the host's wrappers (`service.HostAccounts`)."""
 
     def queues(self, account: str) -> QueueService: ...
 
     def blobs(self, account: str) -> BlobApi: ...
 
     def tables(self, account: str) -> TableService: ...
-
-    def queue_written(self, account: str, queue: str) -> None:
-        """A message was put or made visible: wake this host's listeners of that queue now."""
 
 
 Handler = Callable[[StorageRequest], Awaitable[Response]]
@@ -159,6 +157,17 @@ def metadata_from(request: StorageRequest) -> dict[str, str]:
             key = name[10:]
             result[names.get(key, key)] = value
     return result
+
+
+def xml_document(body: bytes, root: str) -> ET.Element:
+    """The request's XML body, whose root element must be `root`: 400 InvalidXmlDocument otherwise."""
+    try:
+        element = ET.fromstring(body)
+    except ET.ParseError:
+        raise ApiError(400, "InvalidXmlDocument") from None
+    if element.tag != root:
+        raise ApiError(400, "InvalidXmlDocument")
+    return element
 
 
 def unknown_operation(request: StorageRequest) -> ApiError:

@@ -15,17 +15,25 @@ https://learn.microsoft.com/rest/api/storageservices/queue-service-rest-api
     PUT    /q/messages/{id}                Update Message (popreceipt, visibilitytimeout, optional text)
     DELETE /q/messages/{id}                Delete Message (popreceipt)
 
-A message put or made visible here wakes the host's queue listeners at once.
+A message put or made visible here wakes the host's queue listeners at once: the queues are the
+host's, behind its wake-up wrapper (`storage/wakeups.py`).
 """
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from xml.sax.saxutils import escape
 
-from funchost.storage.queues import MAX_GET_MESSAGES, MAX_VISIBILITY, QueueMessage
-from funchost.storage_endpoints.app import Operation, StorageApp, integer, metadata_from, unknown_operation
+from funchost.storage.queue_rules import MAX_GET_MESSAGES, MAX_VISIBILITY
+from funchost.storage.queues import QueueMessage
+from funchost.storage_endpoints.app import (
+    Operation,
+    StorageApp,
+    integer,
+    metadata_from,
+    unknown_operation,
+    xml_document,
+)
 from funchost.storage_endpoints.errors import ApiError, not_supported
 from funchost.storage_endpoints.sas import Access, Scope
 from funchost.storage_endpoints.wire import Response, StorageRequest, http_date
@@ -55,12 +63,7 @@ def _message_xml(message: QueueMessage, *, with_text: bool, with_receipt: bool) 
 
 def message_text(body: bytes) -> str:
     """`<QueueMessage><MessageText>..</MessageText></QueueMessage>` -> the text, verbatim."""
-    try:
-        root = ET.fromstring(body)
-    except ET.ParseError:
-        raise ApiError(400, "InvalidXmlDocument") from None
-    if root.tag != "QueueMessage":
-        raise ApiError(400, "InvalidXmlDocument")
+    root = xml_document(body, "QueueMessage")
     for child in root:
         if child.tag.lower() == "messagetext":
             return child.text or ""
@@ -195,11 +198,8 @@ class QueueApp(StorageApp):
         if ttl is not None and (ttl == 0 or ttl < -1):
             raise ApiError(400, "InvalidQueryParameterValue", None,
                            {"QueryParameterName": "messagettl", "QueryParameterValue": str(ttl)})
-        queue = self._queue_of(request)
         message = await self.storage.queues(request.account).put_message(
-            queue, text, visibility_timeout=visibility, time_to_live=ttl)
-        if visibility == 0:
-            self.storage.queue_written(request.account, queue)
+            self._queue_of(request), text, visibility_timeout=visibility, time_to_live=ttl)
         return _xml(201, "<QueueMessagesList>" + _message_xml(message, with_text=False, with_receipt=True)
                     + "</QueueMessagesList>")
 
@@ -232,8 +232,6 @@ class QueueApp(StorageApp):
         text = message_text(request.body) if request.body.strip() else None
         updated = await self.storage.queues(request.account).update_message(
             queue, message_id, receipt, visibility_timeout=visibility, content=text)
-        if visibility == 0:
-            self.storage.queue_written(request.account, queue)
         return (Response(204).add("x-ms-popreceipt", updated.pop_receipt)
                 .add("x-ms-time-next-visible", http_date(updated.next_visible_time)))
 

@@ -127,8 +127,12 @@ class StorageEndpoints:
         self.shared: set[str] = set()  # services served by another process of the same data folder
         self._servers: list[tuple[uvicorn.Server, asyncio.Task[Any]]] = []
 
+    def origin(self, service: str) -> str:
+        """Where clients on this machine reach the service (`http://127.0.0.1:<port>`)."""
+        return f"http://127.0.0.1:{self.ports[service]}"
+
     def url(self, service: str, account: str = DEVSTORE_ACCOUNT) -> str:
-        return f"http://127.0.0.1:{self.ports[service]}/{account}"
+        return f"{self.origin(service)}/{account}"
 
     def connection_string(self, account: str = DEVSTORE_ACCOUNT, key: str | None = None) -> str:
         from funchost.settings.connections import DEVSTORE_KEY

@@ -1,58 +1,81 @@
-"""The storage endpoints as a host service: `start(runtime)` at host start, `stop()` at shutdown.
+"""The storage endpoints as a host service (`registry.HOST_SERVICE_MODULES`).
 
 On with embedded storage when the `FUNCHOST_STORAGE_ENDPOINTS` setting says so (`funchost start`
-sets it to `on` unless told otherwise; the in-process test harness leaves it off). Requests go to
-the host's own storage objects, so a blob written with the SDK raises BlobCreated on the
-embedded Event Grid, and a message put with the SDK wakes this host's queue listeners at once.
+sets it to `on` unless told otherwise; the in-process test harness leaves it off). Requests reach
+the accounts through the host's own storage (`HostStorage.for_account`), behind the same wrappers
+as triggers and bindings: a message put with an SDK wakes this host's queue listeners through the
+wake-up wrapper, and a blob written with an SDK lands in the change journal that Event Grid (and
+the blob trigger) read. Found by others with `runtime.services.find(StorageEndpointsService)`.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
 
 from funchost.runtime.contracts import Runtime
-from funchost.runtime.signals import Signals, queue_topic
+from funchost.storage.blob_api import BlobApi
+from funchost.storage.host_storage import HostStorage
+from funchost.storage.queues import QueueService
+from funchost.storage.tables import TableService
 from funchost.storage_endpoints.accounts import Accounts
 from funchost.storage_endpoints.server import SETTING, StorageEndpoints, data_identity, parse_setting
-
-if TYPE_CHECKING:
-    from funchost.storage.blob_api import BlobApi
-    from funchost.storage.queues import QueueService
-    from funchost.storage.tables import TableService
 
 log = logging.getLogger("funchost.storage")
 
 
-class BackendStorage:
-    """`AccountStorage` over an embedded backend (and the host's wake-ups, when there is a host)."""
+class HostAccounts:
+    """`AccountStorage`: each account of the host's storage, behind the host's wrappers."""
 
-    def __init__(self, backend: Any, signals: Signals | None = None) -> None:
-        self.backend = backend
-        self.signals = signals
+    def __init__(self, storage: HostStorage) -> None:
+        self.storage = storage
+        # The wrapped services are stable for the storage's lifetime: look each up once.
+        self._queues: dict[str, QueueService] = {}
+        self._blobs: dict[str, BlobApi] = {}
+        self._tables: dict[str, TableService] = {}
 
     def queues(self, account: str) -> QueueService:
-        return self.backend.queues_for_account(account)  # type: ignore[no-any-return]
+        found = self._queues.get(account)
+        if found is None:
+            found = self._queues[account] = self.storage.for_account(account).queues()
+        return found
 
     def blobs(self, account: str) -> BlobApi:
-        return self.backend.blobs_for_account(account)  # type: ignore[no-any-return]
+        found = self._blobs.get(account)
+        if found is None:
+            found = self._blobs[account] = self.storage.for_account(account).blob_api()
+        return found
 
     def tables(self, account: str) -> TableService:
-        return self.backend.tables_for_account(account)  # type: ignore[no-any-return]
+        found = self._tables.get(account)
+        if found is None:
+            found = self._tables[account] = self.storage.for_account(account).tables()
+        return found
 
-    def queue_written(self, account: str, queue: str) -> None:
-        if self.signals is not None:
-            self.signals.publish(queue_topic(account, queue))
+
+class StorageEndpointsService:
+    """The endpoints of one host; blob change URLs name the Blob endpoint while it is served."""
+
+    def __init__(self, runtime: Runtime, endpoints: StorageEndpoints) -> None:
+        self.runtime = runtime
+        self.endpoints = endpoints
+
+    async def stop(self) -> None:
+        self.runtime.services.withdraw(self)
+        self.runtime.storage.blob_origin = None
+        await self.endpoints.stop()
 
 
-async def start(runtime: Runtime) -> StorageEndpoints | None:
+async def start(runtime: Runtime) -> StorageEndpointsService | None:
     settings = parse_setting(runtime.settings.get(SETTING), host=runtime.settings.get(f"{SETTING}_BIND") or "127.0.0.1")
-    if settings is None or getattr(runtime.storage, "kind", "") != "embedded":
+    if settings is None or runtime.storage.kind != "embedded":
         return None
-    storage = BackendStorage(runtime.storage, runtime.signals)
     identity = data_identity(runtime.data_dir / "storage")
-    endpoints = StorageEndpoints(storage, Accounts.from_settings(runtime.settings), runtime.clock, identity, settings)
+    endpoints = StorageEndpoints(HostAccounts(runtime.storage), Accounts.from_settings(runtime.settings),
+                                 runtime.clock, identity, settings)
     await endpoints.start()
+    service = StorageEndpointsService(runtime, endpoints)
+    runtime.storage.blob_origin = endpoints.origin("blob")
+    runtime.services.provide(service)
     for line in endpoints.describe():
         log.info(line)
-    return endpoints
+    return service

@@ -21,9 +21,11 @@ from funchost.invocation.contracts import InvocationResult
 from funchost.runtime import activity, registry
 from funchost.runtime.contracts import Runtime
 from funchost.runtime.faults import FaultInjector
+from funchost.settings.exported import exported_settings
 from funchost.settings.local_settings import load_local_settings
 
 RUNNING_GRACE = 0.2  # real seconds a running function may take before time moves on without it
+HARNESS_PORT = 7071  # the port of the in-process client's base URL (no socket is opened)
 
 
 def write_app(folder: Path, code: str, *, host_json: Mapping[str, Any] | None = None,
@@ -94,6 +96,8 @@ class HostHarness:
         self._graced: set[str] = set()
         self._client: httpx.AsyncClient | None = None
         self.queues: Any = None
+        self.eventhubs: Any = None
+        self.servicebus: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -106,6 +110,8 @@ class HostHarness:
             self._restore_environment()
             raise
         self.queues = _optional_tool("funchost.testing.queues", "QueueTools", self.runtime)
+        self.eventhubs = _optional_tool("funchost.testing.eventhubs", "EventHubTools", self.runtime)
+        self.servicebus = _optional_tool("funchost.testing.servicebus", "ServiceBusTools", self.runtime)
         await self.wait_until_idle()
         return self
 
@@ -178,7 +184,8 @@ class HostHarness:
         headers = dict(kwargs.pop("headers", None) or {})
         if key is not None:
             self._http_client()  # creates the key store when no server runs
-            keys = self.runtime.services["http.keys"]
+            keys = self.runtime.services.keys
+            assert keys is not None
             headers["x-functions-key"] = keys.master_key if key == "master" else key
         response = await client.request(method, path, headers=headers, **kwargs)
         return response
@@ -189,13 +196,13 @@ class HostHarness:
             from funchost.triggers.http.server import create_asgi_app
 
             runtime = self.runtime
-            keys = runtime.services.get("http.keys")
+            keys = runtime.services.keys
             if keys is None:
-                keys = KeyStore.load_or_create(self.data_dir, runtime.settings, list(runtime.functions))
-                runtime.services["http.keys"] = keys
+                keys = runtime.services.keys = KeyStore.load_or_create(self.data_dir, runtime.settings,
+                                                                       list(runtime.functions))
             app = create_asgi_app(runtime, keys)
             self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                             base_url="http://localhost:7071")
+                                             base_url=f"http://localhost:{HARNESS_PORT}")
         return self._client
 
     async def invoke(self, function_name: str, input: Any = None) -> InvocationResult:
@@ -212,7 +219,7 @@ class HostHarness:
 
     def _export_environment(self) -> None:
         """Apps read settings from os.environ; set them for the test and restore afterwards."""
-        values = dict(load_local_settings(self.app_dir).values)
+        values = exported_settings(load_local_settings(self.app_dir), HARNESS_PORT)
         values.update(self.settings)
         for name, value in values.items():
             if name in os.environ and name not in self.settings:

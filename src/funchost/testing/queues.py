@@ -7,7 +7,7 @@ from typing import Any
 
 from funchost.errors import QueueNotFound
 from funchost.runtime.contracts import Runtime
-from funchost.runtime.signals import queue_topic
+from funchost.storage.queue_send import send_message
 from funchost.storage.queues import QueueMessage, QueueService
 from funchost.triggers.queue.messages import POISON_SUFFIX, UndecodableMessage, decode_text, encode_body
 
@@ -37,15 +37,8 @@ class QueueTools:
         `raw=True` puts `body` (a str) as the message text unchanged, e.g. to send text that is
         not valid Base64. Local listeners of the queue are woken, as for an output binding.
         """
-        service = self.service(connection)
         text = body if raw and isinstance(body, str) else encode_body(_body_bytes(body), encoding)
-        try:
-            message = await service.put_message(queue, text)
-        except QueueNotFound:
-            await service.create_queue(queue)
-            message = await service.put_message(queue, text)
-        self.runtime.signals.publish(queue_topic(service.account_name, queue))
-        return message
+        return await send_message(self.service(connection), queue, text, faults=self.runtime.faults)
 
     async def peek(self, queue: str, max_messages: int = 32, connection: str | None = None) -> list[QueueMessage]:
         try:

@@ -9,6 +9,7 @@ import azure.functions as func
 import pytest
 from azure.functions.blob import BlobConverter
 from azure.functions.meta import Datum
+from tests.support.runtime import make_test_runtime
 
 from funchost.bindings import blob_options
 from funchost.bindings.blob import SUPPORT
@@ -17,9 +18,7 @@ from funchost.errors import AppLoadError, ConfigError, InvocationError
 from funchost.indexing.spec import BindingSpec, FunctionSpec
 from funchost.invocation.contracts import InvocationRequest, InvocationResult
 from funchost.runtime.contracts import Runtime
-from funchost.settings.app_settings import AppSettings
-from funchost.settings.host_json import HostOptions, parse_host_json
-from funchost.storage.backend import EmbeddedStorage
+from funchost.settings.host_json import parse_host_json
 
 from .conftest import START
 
@@ -46,12 +45,9 @@ def request(fn: FunctionSpec, **binding_data: object) -> InvocationRequest:
 
 @pytest.fixture
 async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
-    clock = ManualClock(START)
-    settings = AppSettings({}, environ={})
-    storage = EmbeddedStorage(tmp_path / "data", settings, clock)
-    yield Runtime(app_dir=tmp_path, data_dir=tmp_path / "data", clock=clock, settings=settings,
-                  options=HostOptions(), storage=storage, invoker=NoInvoker())
-    await storage.aclose()
+    runtime = make_test_runtime(tmp_path, tmp_path / "data", ManualClock(START), NoInvoker())
+    yield runtime
+    await runtime.storage.aclose()
 
 
 async def test_input_reads_bytes_by_default_and_decodes_to_input_stream(runtime):

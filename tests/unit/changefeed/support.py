@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.runtime import make_test_runtime
+
 from funchost.clock import ManualClock
 from funchost.documents.aio import CosmosClient
 from funchost.indexing.spec import BindingSpec, FunctionSpec
@@ -16,7 +18,6 @@ from funchost.invocation.contracts import InvocationRequest, InvocationResult
 from funchost.runtime.contracts import Runtime
 from funchost.settings.app_settings import AppSettings
 from funchost.settings.host_json import parse_host_json
-from funchost.storage.backend import EmbeddedStorage
 from funchost.testing import settle  # noqa: F401  (re-exported for the tests here)
 from funchost.triggers.changefeed import SUPPORT
 from funchost.triggers.changefeed.listener import ChangeFeedListener
@@ -53,10 +54,8 @@ def trigger_function(name: str = "onchange", **props: Any) -> FunctionSpec:
 
 def make_runtime(data_dir: Path, clock: ManualClock, invoker: Any, settings: dict[str, str] | None = None,
                  host_json: dict[str, Any] | None = None) -> Runtime:
-    app_settings = AppSettings(settings or {}, environ={})
-    options = parse_host_json(host_json or {"version": "2.0"})
-    return Runtime(app_dir=data_dir, data_dir=data_dir, clock=clock, settings=app_settings, options=options,
-                   storage=EmbeddedStorage(data_dir, app_settings, clock), invoker=invoker)
+    return make_test_runtime(data_dir, data_dir, clock, invoker, settings=AppSettings(settings or {}, environ={}),
+                             options=parse_host_json(host_json or {"version": "2.0"}))
 
 
 async def make_containers(runtime: Runtime, partitions: int = 4, *, leases: bool = True) -> Any:

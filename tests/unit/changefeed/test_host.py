@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from funchost.documents import connect
+from funchost.testing import HostHarness
 from funchost.testing.harness import write_app
 
 APP = """
@@ -113,3 +114,19 @@ async def test_retry_policy_runs_then_the_same_batch_is_delivered_again(tmp_path
     calls = len(module["CALLS"])
     await host.advance(30)
     assert len(module["CALLS"]) == calls  # succeeded: checkpointed, not delivered again
+
+
+async def test_a_v3_cosmos_input_binding_puts_the_function_in_error_with_its_v4_names(tmp_path: Path) -> None:
+    app = write_app(tmp_path / "app", """
+        import azure.functions as func
+        app = func.FunctionApp()
+
+        @app.queue_trigger(arg_name="msg", queue_name="lookups", connection="AzureWebJobsStorage")
+        @app.cosmos_db_input_v3(arg_name="found", connection_string_setting="CosmosDB", database_name="db",
+                                collection_name="copies", id="{queueTrigger}")
+        def lookup(msg: func.QueueMessage, found: func.DocumentList) -> None:
+            pass
+    """)
+    async with HostHarness(app, data_dir=tmp_path / "data") as host:
+        [reason] = host.runtime.function_errors.of("lookup")
+    assert "'collectionName' (now 'containerName')" in reason

@@ -216,7 +216,7 @@ async def test_create_lease_container_if_not_exists_creates_it(tmp_path: Path, c
     assert len(cf.processors) == 2
     await cf.stop()
     store = runtime.storage.documents("CosmosDB")
-    info = store.run_sync(lambda c: store.get_container(c, "db", "myleases"))
+    info = await store.get_container("db", "myleases")
     assert info.partition_key_path == "/id" and info.default_ttl == -1
 
 
@@ -252,3 +252,45 @@ async def test_stop_waits_for_the_batch_in_flight_on_a_lost_lease(tmp_path: Path
     release.set()
     await stopping
     assert runtime.invoker.ids() == ["1"]
+
+
+async def test_a_missing_source_container_names_the_store_and_the_command_that_creates_it(
+        tmp_path: Path, clock) -> None:  # type: ignore[no-untyped-def]
+    runtime = make_runtime(tmp_path, clock, FakeInvoker())
+    cf = listener(trigger_function(createLeaseContainerIfNotExists=True), runtime)
+    with pytest.raises(ConfigError) as error:
+        await cf.start()
+    message = str(error.value)
+    assert "Either the source container 'items' (in database 'db')" in message
+    assert "CreateLeaseContainerIfNotExists" not in message  # it is set: no advice to set it
+    assert f"embedded document store 'CosmosDB' ({tmp_path / 'storage' / 'CosmosDB'})" in message
+    assert f"funchost docs create --data {tmp_path} -d db -c items --partition-key-path /id" in message
+
+
+async def test_a_missing_lease_container_gets_the_create_command_with_the_lease_key(
+        tmp_path: Path, clock) -> None:  # type: ignore[no-untyped-def]
+    runtime = make_runtime(tmp_path, clock, FakeInvoker())
+    await make_containers(runtime, leases=False)
+    cf = listener(trigger_function(leaseConnection="Leases"), runtime)
+    with pytest.raises(ConfigError) as error:
+        await cf.start()
+    assert "set 'CreateLeaseContainerIfNotExists' to 'true'" in str(error.value)
+    assert str(error.value).endswith("--connection Leases -d db -c leases --partition-key-path /id")
+
+
+@pytest.mark.parametrize(("props", "named"), [
+    ({"collectionName": "items", "containerName": None}, "'collectionName' (now 'containerName')"),
+    ({"connectionStringSetting": "CosmosDB", "leaseCollectionName": "leases"},
+     "'connectionStringSetting' (now 'connection'), 'leaseCollectionName' (now 'leaseContainerName')"),
+    ({"checkpointInterval": 5}, "'checkpointInterval' (gone)"),
+])
+def test_v3_property_names_are_refused_with_their_v4_names(tmp_path: Path, clock, props: dict[str, object],  # type: ignore[no-untyped-def]
+                                                           named: str) -> None:
+    runtime = make_runtime(tmp_path, clock, FakeInvoker())
+    function = trigger_function(**{k: v for k, v in props.items() if v is not None})
+    if props.get("containerName", "") is None:
+        del function.trigger.properties["containerName"]
+    with pytest.raises(AppLoadError, match="extension 3.x properties") as error:
+        listener(function, runtime)
+    assert named in str(error.value)
+    assert "needs 'databaseName' and 'containerName'" not in str(error.value)

@@ -41,7 +41,7 @@ async def test_lease_documents_are_written_as_the_v3_processor_writes_them(tmp_p
     try:
         docs = await lease_docs(runtime)
         store = runtime.storage.documents("CosmosDB")
-        db_rid = store.run_sync(lambda c: store.get_database(c, "db"))["_rid"]
+        db_rid = (await store.get_database("db"))["_rid"]
         prefix = f"app1localhost_{db_rid}_{info['_rid']}"
         assert [d["id"] for d in docs] == [f"{prefix}..{n}" for n in range(4)] + [f"{prefix}.info"]
         lease = docs[0]

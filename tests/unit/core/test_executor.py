@@ -13,7 +13,7 @@ from azure.functions.meta import Datum
 from funchost.errors import FunctionTimeoutError, InvocationError
 from funchost.invocation.context import InvocationInfo, current_invocation
 from funchost.invocation.contracts import InvocationRequest
-from funchost.logs import CategoryFilter, TextFormatter
+from funchost.logs import CategoryFilter, TextFormatter, category_of
 from funchost.testing import HostHarness, write_app
 
 TIMER = Datum(json.dumps({"Schedule": {"AdjustForDST": True}, "ScheduleStatus": None, "IsPastDue": False}), "json")
@@ -115,6 +115,13 @@ def test_user_log_records_are_tagged_with_the_invocation() -> None:
     assert "[Functions.work Id=abc-123] hello" in TextFormatter().format(record)
 
 
+def test_host_categories_are_kept_and_funchost_loggers_are_mapped() -> None:
+    cosmos = logging.LogRecord("Host.Triggers.CosmosDB", logging.INFO, __file__, 1, "lease", None, None)
+    startup = logging.LogRecord("funchost.startup", logging.ERROR, __file__, 1, "in error", None, None)
+    assert category_of(cosmos) == "Host.Triggers.CosmosDB"  # not Host.Host.Triggers.CosmosDB
+    assert category_of(startup) == "Host.Startup"
+
+
 def test_log_levels_follow_the_most_specific_category() -> None:
     levels = CategoryFilter({"default": "Warning", "Function.work": "Debug", "Function.work.User": "Error"})
     assert levels.threshold("Function.work.User") == logging.ERROR
@@ -172,7 +179,7 @@ async def test_fixed_delay_retries_with_retry_context(tmp_path: Path) -> None:
     result, calls = await _run_with_retries(tmp_path, "fixed", 100)
     assert not result.succeeded and result.attempts == 3  # 1 + max_retry_count
     assert [(c[0], c[1]) for c in calls] == [(0, 2), (1, 2), (2, 2)]
-    assert calls[0][2] is None
+    assert calls[0][2] == ""  # no previous failure: the protobuf default, an empty RpcException
     assert calls[1][2] == "ValueError: attempt 1 failed"
     assert calls[2][2] == "ValueError: attempt 2 failed"
     assert [c[3] for c in calls] == [0, 10, 20]
@@ -290,6 +297,30 @@ async def test_a_disabled_function_has_no_listener(tmp_path: Path) -> None:
         assert host.runtime.functions["worker"].func.__globals__["RUNS"] == []
         assert await host.queues.count("work") == 1  # the message waits for an enabled host
         assert "worker" not in host.host.listeners
-        assert dict(host.host.describe_functions())["worker"] == "queueTrigger (disabled)"
+        assert {r.name: r.description for r in host.host.describe_functions()}["worker"] == "queueTrigger (disabled)"
+    finally:
+        await host.stop()
+
+
+NO_POLICY_APP = f"""
+import azure.functions as func
+app = func.FunctionApp()
+seen = []
+
+@app.timer_trigger(arg_name="t", schedule="{NEVER}")
+def no_policy(t: func.TimerRequest, context: func.Context) -> None:
+    rc = context.retry_context
+    seen.append((rc.retry_count, rc.max_retry_count, rc.rpc_exception.message, rc.rpc_exception.stack_trace))
+"""
+
+
+async def test_the_retry_context_exists_without_a_retry_policy(tmp_path: Path) -> None:
+    host = await start(tmp_path, NO_POLICY_APP)
+    try:
+        import function_app
+
+        result = await host.runtime.invoker.invoke(timer_request(host, "no_policy"))
+        assert result.succeeded, result.error
+        assert function_app.seen == [(0, 0, "", "")]
     finally:
         await host.stop()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from funchost.errors import AppLoadError, ConfigError, UnsupportedBindingError
+from funchost.errors import AppLoadError, ConfigError
 from funchost.indexing.indexer import index_app
 from funchost.settings.app_settings import AppSettings
 from funchost.testing import write_app
@@ -102,18 +102,17 @@ def test_function_without_trigger_names_function_and_line(tmp_path: Path) -> Non
     assert "does not have a trigger" in str(caught.value)
 
 
-def test_unsupported_trigger_is_reported_not_crashed(tmp_path: Path) -> None:
-    with pytest.raises(UnsupportedBindingError) as caught:
-        index(tmp_path, """
-            import azure.functions as func
-            app = func.FunctionApp()
+def test_an_unsupported_trigger_is_indexed_for_the_host_to_report(tmp_path: Path) -> None:
+    """The worker indexes any binding type; the host puts the function in error (test_isolation)."""
+    [fn] = index(tmp_path, """
+        import azure.functions as func
+        app = func.FunctionApp()
 
-            @app.service_bus_queue_trigger(arg_name="msg", queue_name="q", connection="SB")
-            def bus(msg: func.ServiceBusMessage) -> None:
-                pass
-        """)
-    assert caught.value.function == "bus"
-    assert "serviceBusTrigger" in str(caught.value) and "not supported" in str(caught.value)
+        @app.sql_trigger(arg_name="msg", table_name="dbo.t", connection_string_setting="SQL")
+        def bus(msg: str) -> None:
+            pass
+    """)
+    assert (fn.name, fn.trigger_type, fn.errors) == ("bus", "sqlTrigger", ())
 
 
 def test_parameter_binding_mismatches_use_the_workers_wording(tmp_path: Path) -> None:
@@ -183,8 +182,7 @@ def test_retry_policy_is_parsed_and_validated(tmp_path: Path) -> None:
     assert fn.retry is not None
     assert (fn.retry.strategy, fn.retry.max_retry_count) == ("exponential_backoff", 3)
     assert (fn.retry.minimum_interval, fn.retry.maximum_interval) == (4.0, 900.0)
-    with pytest.raises(AppLoadError, match="invalid retry policy") as caught:
-        index(tmp_path / "b", """
+    [broken] = index(tmp_path / "b", """
             import azure.functions as func
             app = func.FunctionApp()
 
@@ -194,21 +192,22 @@ def test_retry_policy_is_parsed_and_validated(tmp_path: Path) -> None:
             def tick(t: func.TimerRequest) -> None:
                 pass
         """)
-    assert caught.value.function == "tick"
+    assert broken.name == "tick" and len(broken.errors) == 1  # the host lists it in error
+    assert broken.errors[0].startswith("invalid retry policy: ")
 
 
-def test_missing_setting_token_is_an_error_naming_the_function(tmp_path: Path) -> None:
-    with pytest.raises(AppLoadError) as caught:
-        index(tmp_path, """
-            import azure.functions as func
-            app = func.FunctionApp()
+def test_a_missing_setting_token_puts_only_that_function_in_error(tmp_path: Path) -> None:
+    [fn] = index(tmp_path, """
+        import azure.functions as func
+        app = func.FunctionApp()
 
-            @app.queue_trigger(arg_name="msg", queue_name="%NOT_SET%", connection="AzureWebJobsStorage")
-            def f(msg: func.QueueMessage) -> None:
-                pass
-        """)
-    assert caught.value.function == "f"
-    assert "NOT_SET" in str(caught.value)
+        @app.queue_trigger(arg_name="msg", queue_name="%NOT_SET%", connection="AzureWebJobsStorage")
+        def f(msg: func.QueueMessage) -> None:
+            pass
+    """)
+    assert fn.errors == ("function 'f' binding 'msg' queueName: app setting 'NOT_SET' referenced as %NOT_SET% "
+                         "is not defined",)
+    assert fn.trigger.get("queueName") == "%NOT_SET%"  # left as written
 
 
 def test_duplicate_function_names_are_rejected(tmp_path: Path) -> None:

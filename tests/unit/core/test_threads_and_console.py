@@ -118,3 +118,17 @@ def test_lazy_metadata_builds_each_datum_once_on_first_read() -> None:
     assert metadata["DequeueCount"] is metadata["DequeueCount"]
     assert built == [3]
     assert dict(metadata) == {"DequeueCount": Datum("3", "string"), "Id": Datum("abc", "string")}
+
+
+def test_a_line_with_a_lone_surrogate_is_written_escaped_not_dropped() -> None:
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
+    handler = ConsoleHandler(stream)  # type: ignore[arg-type]
+    handler.setFormatter(TextFormatter())
+    failures: list[logging.LogRecord] = []
+    handler.handleError = failures.append  # type: ignore[method-assign]
+    handler.handle(_record("name=a\ud800b"))
+    handler.handle(_record("next line"))
+    handler.flush()
+    assert failures == []
+    assert b"name=a\\ud800b\n" in raw.getvalue() and b"next line\n" in raw.getvalue()

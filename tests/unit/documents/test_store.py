@@ -1,9 +1,12 @@
-"""The embedded document store: items, etags, partitions, and the LatestVersion change feed."""
+"""The sync client (`funchost.documents`) over the embedded store, and what is SQLite's own:
+stable hashing onto partitions, several store objects on one file. The store's rules are the
+contract suite's (tests/contract/test_document_store.py)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,8 +18,12 @@ from funchost.documents import (
     CosmosResourceNotFoundError,
     MatchConditions,
 )
-from funchost.errors import PreconditionFailed, ResourceConflict, ResourceNotFound
-from funchost.storage.sqlite.documents import SqliteDocumentStore, partition_of, pk_key
+from funchost.documents.bridge import run_sync
+from funchost.settings.app_settings import AppSettings
+from funchost.storage.documents import DocumentStore
+from funchost.storage.host_storage import HostStorage, open_storage
+from funchost.storage.sqlite.document_sql import partition_of, pk_key
+from funchost.testing import HostHarness, write_app
 
 BEGINNING = datetime.min.replace(tzinfo=UTC)
 
@@ -26,158 +33,93 @@ def clock() -> ManualClock:
     return ManualClock(datetime(2024, 5, 1, 12, 0, tzinfo=UTC))
 
 
-@pytest.fixture
-def store(tmp_path: Path, clock: ManualClock) -> SqliteDocumentStore:
-    s = SqliteDocumentStore(tmp_path / "CosmosDB", "CosmosDB", clock)
-    yield s
-    s.close()
+def embedded(tmp_path: Path, clock: ManualClock) -> HostStorage:
+    return open_storage("embedded", tmp_path / "data", AppSettings({}, environ={}), clock)
 
 
 @pytest.fixture
-def items(store: SqliteDocumentStore):  # type: ignore[no-untyped-def]
+def storage(tmp_path: Path, clock: ManualClock) -> Any:
+    opened = embedded(tmp_path, clock)
+    yield opened
+    run_sync(opened.aclose())
+
+
+@pytest.fixture
+def store(storage: HostStorage) -> DocumentStore:
+    return storage.documents("CosmosDB")
+
+
+@pytest.fixture
+def items(store: DocumentStore):  # type: ignore[no-untyped-def]
     db = CosmosClient(store).create_database_if_not_exists("db")
     return db.create_container_if_not_exists("items", "/pk", partitions=4)
 
 
-def feed(store: SqliteDocumentStore, pid: int, **kwargs):  # type: ignore[no-untyped-def]
-    return store.run_sync(lambda c: store.read_feed(c, "db", "items", pid, **kwargs))
-
-
-def pid_of(value: str) -> int:
-    return partition_of(pk_key(value), 4)
-
-
-def test_create_twice_is_409_and_read_missing_is_404(items) -> None:  # type: ignore[no-untyped-def]
-    items.create_item({"id": "a", "pk": "x"})
-    with pytest.raises(CosmosResourceExistsError) as conflict:
-        items.create_item({"id": "a", "pk": "x"})
-    assert isinstance(conflict.value, ResourceConflict) and conflict.value.status_code == 409
-    with pytest.raises(ResourceNotFound) as missing:
-        items.read_item("nope", partition_key="x")
-    assert missing.value.status == 404
-    # the same id under another partition key value is another item
-    items.create_item({"id": "a", "pk": "y"})
-
-
-def test_every_write_changes_the_etag_and_if_match_gives_412(items, clock) -> None:  # type: ignore[no-untyped-def]
+def test_sync_client_names_and_conditions(items) -> None:  # type: ignore[no-untyped-def]
     first = items.create_item({"id": "a", "pk": "x", "n": 1})
-    assert first["_ts"] == int(clock.now().timestamp()) and first["_rid"] and first["_etag"]
+    with pytest.raises(CosmosResourceExistsError):
+        items.create_item({"id": "a", "pk": "x"})
     second = items.upsert_item({"id": "a", "pk": "x", "n": 2})
-    assert second["_etag"] != first["_etag"] and second["_rid"] == first["_rid"]
-    with pytest.raises(CosmosAccessConditionFailedError) as stale:
+    with pytest.raises(CosmosAccessConditionFailedError):
         items.replace_item("a", {"id": "a", "pk": "x", "n": 3}, etag=first["_etag"],
                            match_condition=MatchConditions.IfNotModified)
-    assert isinstance(stale.value, PreconditionFailed) and stale.value.status_code == 412
-    third = items.replace_item("a", {"id": "a", "pk": "x", "n": 3}, etag=second["_etag"],
-                               match_condition=MatchConditions.IfNotModified)
-    assert items.read_item("a", "x")["n"] == 3 and third["_etag"] != second["_etag"]
-    with pytest.raises(PreconditionFailed):
-        items.delete_item("a", "x", etag=second["_etag"], match_condition=MatchConditions.IfNotModified)
-    items.delete_item("a", "x", etag=third["_etag"], match_condition=MatchConditions.IfNotModified)
+    items.replace_item({"id": "a"}, {"id": "a", "pk": "x", "n": 3}, etag=second["_etag"],
+                       match_condition=MatchConditions.IfNotModified)
+    assert items.read_item("a", partition_key="x")["n"] == 3
+    found = items.query_items("SELECT * FROM c WHERE c.n = @n", parameters=[{"name": "@n", "value": 3}],
+                              enable_cross_partition_query=True)
+    assert [d["id"] for d in found] == ["a"]
+    assert items.query_items("SELECT * FROM c WHERE c.n = 3", partition_key="y") == []
+    assert items.read()["partitionKey"]["paths"] == ["/pk"]
+    items.delete_item("a", "x")
     with pytest.raises(CosmosResourceNotFoundError):
         items.read_item("a", "x")
+    assert [c["id"] for c in CosmosClient(items._aio.store).get_database_client("db").list_containers()] == ["items"]
 
 
-def test_replace_of_a_missing_item_is_404(items) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(CosmosResourceNotFoundError):
-        items.replace_item("a", {"id": "a", "pk": "x"})
-
-
-def test_queries_by_field_and_partition_key(items) -> None:  # type: ignore[no-untyped-def]
-    for i in range(6):
-        items.upsert_item({"id": str(i), "pk": "even" if i % 2 == 0 else "odd", "status": "new" if i < 3 else "old"})
-    found = items.query_items("SELECT * FROM c WHERE c.status = @s", parameters=[{"name": "@s", "value": "new"}],
-                              enable_cross_partition_query=True)
-    assert sorted(d["id"] for d in found) == ["0", "1", "2"]
-    scoped = items.query_items("SELECT * FROM c WHERE c.status = 'new'", partition_key="even")
-    assert sorted(d["id"] for d in scoped) == ["0", "2"]
-    assert len(items.read_all_items()) == 6
-
-
-def test_items_hash_to_partitions_stably_and_lsn_grows_per_partition(items, store) -> None:  # type: ignore[no-untyped-def]
+def test_items_hash_to_partitions_stably(items, store) -> None:  # type: ignore[no-untyped-def]
     keys = [f"tenant-{i}" for i in range(40)]
-    assert len({pid_of(k) for k in keys}) == 4  # all four partitions are used
-    assert [pid_of(k) for k in keys] == [partition_of(pk_key(k), 4) for k in keys]  # stable
+    assert len({partition_of(pk_key(k), 4) for k in keys}) == 4  # all four partitions are used
     for k in keys:
         items.upsert_item({"id": k, "pk": k})
     for pid in range(4):
-        page = feed(store, pid, start_time=BEGINNING)
-        lsns = [d["_lsn"] for d in page.items]
-        assert lsns == sorted(lsns) and len(set(lsns)) == len(lsns)
-        assert {pid_of(d["pk"]) for d in page.items} == {pid}
+        page = run_sync(store.read_feed("db", "items", pid, start_time=BEGINNING))
+        assert {partition_of(pk_key(d["pk"]), 4) for d in page.items} == {pid}
 
 
-def test_change_feed_collapses_updates_and_keeps_modification_order(items, store) -> None:  # type: ignore[no-untyped-def]
-    items.upsert_item({"id": "a", "pk": "p", "v": 1})
-    items.upsert_item({"id": "b", "pk": "p", "v": 1})
-    items.upsert_item({"id": "a", "pk": "p", "v": 2})
-    items.upsert_item({"id": "a", "pk": "p", "v": 3})
-    page = feed(store, pid_of("p"), start_time=BEGINNING)
-    assert [(d["id"], d["v"]) for d in page.items] == [("b", 1), ("a", 3)]
-
-
-def test_change_feed_does_not_capture_deletes(items, store) -> None:  # type: ignore[no-untyped-def]
-    items.upsert_item({"id": "a", "pk": "p"})
-    first = feed(store, pid_of("p"), start_time=BEGINNING)
-    items.upsert_item({"id": "b", "pk": "p"})
-    items.delete_item("a", "p")
-    after = feed(store, pid_of("p"), after_lsn=first.continuation)
-    assert [d["id"] for d in after.items] == ["b"]
-    again = feed(store, pid_of("p"), after_lsn=after.continuation)
-    assert again.items == [] and again.continuation == after.continuation
-
-
-def test_change_feed_start_positions(items, store, clock) -> None:  # type: ignore[no-untyped-def]
-    items.upsert_item({"id": "old", "pk": "p"})
-    clock._elapsed += 60  # a minute later (no sleepers involved)
-    cut = clock.now()
-    items.upsert_item({"id": "new", "pk": "p"})
-    pid = pid_of("p")
-    now = feed(store, pid)
-    assert now.items == [] and now.continuation == now.latest_lsn == 2
-    assert [d["id"] for d in feed(store, pid, start_time=cut).items] == ["new"]
-    assert [d["id"] for d in feed(store, pid, start_time=cut - timedelta(hours=1)).items] == ["old", "new"]
-
-
-def test_max_items_pages_the_feed(items, store) -> None:  # type: ignore[no-untyped-def]
-    for i in range(5):
-        items.upsert_item({"id": str(i), "pk": "p"})
-    first = feed(store, pid_of("p"), start_time=BEGINNING, max_items=2)
-    assert [d["id"] for d in first.items] == ["0", "1"] and first.has_more
-    second = feed(store, pid_of("p"), after_lsn=first.continuation, max_items=2)
-    assert [d["id"] for d in second.items] == ["2", "3"] and second.has_more
-    last = feed(store, pid_of("p"), after_lsn=second.continuation, max_items=2)
-    assert [d["id"] for d in last.items] == ["4"] and not last.has_more
-
-
-def test_ttl_expires_items_in_containers_with_ttl_on(store, clock) -> None:  # type: ignore[no-untyped-def]
-    db = CosmosClient(store).create_database_if_not_exists("db")
-    leases = db.create_container("leases", "/id", default_ttl=-1)
-    plain = db.create_container("plain", "/id")
-    leases.create_item({"id": "lock", "ttl": 30})
-    plain.create_item({"id": "lock", "ttl": 30})
-    clock._elapsed += 31
-    with pytest.raises(CosmosResourceNotFoundError):
-        leases.read_item("lock", "lock")
-    leases.create_item({"id": "lock", "ttl": 30})  # the id is free again
-    assert plain.read_item("lock", "lock")["ttl"] == 30  # TTL off: "ttl" is just a field
-
-
-def test_two_store_objects_on_one_file_share_state(tmp_path, clock, items, store) -> None:  # type: ignore[no-untyped-def]
-    other = SqliteDocumentStore(tmp_path / "CosmosDB", "CosmosDB", clock)
+def test_two_store_objects_on_one_file_share_state(tmp_path, clock, items) -> None:  # type: ignore[no-untyped-def]
+    other = embedded(tmp_path, clock)
     try:
-        twin = CosmosClient(other).get_database_client("db").get_container_client("items")
+        twin = CosmosClient(other.documents("CosmosDB")).get_database_client("db").get_container_client("items")
         twin.create_item({"id": "x", "pk": "x"})
         with pytest.raises(CosmosResourceExistsError):
             items.create_item({"id": "x", "pk": "x"})
     finally:
-        other.close()
+        run_sync(other.aclose())
 
 
-def test_missing_database_or_container_is_404(store) -> None:  # type: ignore[no-untyped-def]
-    client = CosmosClient(store)
-    with pytest.raises(CosmosResourceNotFoundError):
-        client.get_database_client("nope").get_container_client("c").read_item("a", "a")
-    client.create_database("db")
-    with pytest.raises(CosmosResourceNotFoundError):
-        client.get_database_client("db").get_container_client("c").upsert_item({"id": "a"})
+async def test_the_sync_client_works_inside_a_running_loop(items) -> None:  # type: ignore[no-untyped-def]
+    """Blocking code inside `async def` (this test) runs the call on a separate thread's loop."""
+    items.upsert_item({"id": "in-loop", "pk": "p"})
+    assert items.read_item("in-loop", "p")["id"] == "in-loop"
+
+
+HOST_APP = """
+import azure.functions as func
+from funchost.documents import connect
+app = func.FunctionApp()
+
+@app.timer_trigger(arg_name="t", schedule="0 0 0 1 1 *")
+def writer(t: func.TimerRequest) -> None:
+    db = connect("CosmosDB").create_database_if_not_exists("db")
+    db.create_container_if_not_exists("written").upsert_item({"id": "from-a-def-function"})
+"""
+
+
+async def test_a_def_function_writes_through_the_hosts_store(tmp_path: Path) -> None:
+    """A `def` function runs on a pool thread; its sync client calls run on the host's loop."""
+    write_app(tmp_path / "app", HOST_APP)
+    async with HostHarness(tmp_path / "app", data_dir=tmp_path / "data") as host:
+        assert (await host.invoke("writer")).succeeded
+        store = host.runtime.storage.documents("CosmosDB")
+        assert (await store.read_item("db", "written", "from-a-def-function", "from-a-def-function"))["id"]

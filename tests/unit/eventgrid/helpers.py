@@ -15,10 +15,10 @@ from funchost.eventgrid.deadletter import DeadLetterWriter
 from funchost.eventgrid.delivery import DeliveryEngine
 from funchost.eventgrid.destinations import Outcome, outcome_for_status
 from funchost.eventgrid.routing import route
-from funchost.eventgrid.store import EventStore
 from funchost.indexing.spec import BindingSpec, FunctionSpec
 from funchost.invocation.contracts import InvocationRequest, InvocationResult
 from funchost.runtime import activity
+from funchost.storage.sqlite.eventgrid import SqliteEventStore
 
 TOPIC_ID = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/funchost/providers/Microsoft.EventGrid/topics/orders"
 
@@ -90,10 +90,10 @@ class Rig:
     """An engine, its store and a manual clock; `advance` lets deliveries finish at each step."""
 
     def __init__(self, tmp: Path, cfg: EventGridConfig, senders: dict[str, Any], *, blobs: Any = None,
-                 clock: ManualClock | None = None, store: EventStore | None = None) -> None:
+                 clock: ManualClock | None = None, store: SqliteEventStore | None = None) -> None:
         self.clock = clock or ManualClock()
         self.cfg = cfg
-        self.store = store or EventStore(tmp / "eventgrid")
+        self.store = store or SqliteEventStore(tmp / "eventgrid")
         self.engine = DeliveryEngine(self.store, cfg, senders, self.clock,
                                      dead_letters=DeadLetterWriter(lambda _c: blobs) if blobs is not None else None)
         for sender in senders.values():

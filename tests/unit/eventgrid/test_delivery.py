@@ -13,8 +13,8 @@ from funchost.clock import ManualClock
 from funchost.eventgrid.config import DeadLetterConfig, RetryPolicy
 from funchost.eventgrid.delivery import DeliveryEngine
 from funchost.eventgrid.destinations import FunctionSender, QueueSender
-from funchost.eventgrid.store import EventStore
 from funchost.storage.sqlite.blobs import SqliteBlobService
+from funchost.storage.sqlite.eventgrid import SqliteEventStore
 from funchost.storage.sqlite.queues import SqliteQueueService
 
 from .helpers import FakeInvoker, Rig, StatusSender, config, event, function_spec, sub
@@ -253,8 +253,8 @@ async def test_pending_retries_survive_a_restart(tmp_path: Path) -> None:
 
 async def test_two_engines_on_one_store_never_deliver_a_row_twice(tmp_path: Path) -> None:
     clock = ManualClock()
-    store_a = EventStore(tmp_path / "eventgrid")
-    store_b = EventStore(tmp_path / "eventgrid")
+    store_a = SqliteEventStore(tmp_path / "eventgrid")
+    store_b = SqliteEventStore(tmp_path / "eventgrid")
     in_flight: set[str] = set()
     seen: list[str] = []
     overlap: list[str] = []

@@ -13,7 +13,8 @@ import httpx
 from funchost.clock import ManualClock
 from funchost.eventgrid.config import SubscriptionConfig
 from funchost.eventgrid.destinations import WebhookSender
-from funchost.eventgrid.store import EventStore
+from funchost.eventgrid.service import EventGridService
+from funchost.storage.sqlite.eventgrid import SqliteEventStore
 from funchost.testing.harness import HostHarness, write_app
 
 from .helpers import Rig, config, event, sub
@@ -38,7 +39,7 @@ def seen() -> list[Any]:
 async def test_publish_endpoint_blob_events_and_webhook(tmp_path: Path) -> None:
     app = write_app(tmp_path / "app", APP)
     async with HostHarness(app) as host:
-        service = host.runtime.services["eventgrid"]
+        service = host.runtime.services.find(EventGridService)
         key = service.keys["default"].key1
         ok = [{"id": "p1", "subject": "s", "eventType": "Custom", "eventTime": "2024-05-01T10:00:00Z", "data": {}}]
         r = await host.http("POST", "/eventgrid/topics/default/api/events", json=ok)
@@ -63,7 +64,7 @@ async def test_publish_endpoint_blob_events_and_webhook(tmp_path: Path) -> None:
         hook = "/runtime/webhooks/eventgrid?functionName=on_event"
         r = await host.http("POST", hook, json=[], headers={"aeg-event-type": "Unsubscribe"})
         assert r.status_code == 401  # keys: the eventgrid_extension system key or the master key
-        system_key = host.runtime.services["http.keys"].system_key("eventgrid_extension")
+        system_key = host.runtime.services.keys.system_key("eventgrid_extension")
         r = await host.http("POST", hook + "&code=" + system_key, json=[], headers={"aeg-event-type": "Unsubscribe"})
         assert r.status_code == 202
         validation = [{"id": "v", "eventType": "Microsoft.EventGrid.SubscriptionValidationEvent", "subject": "",
@@ -116,7 +117,7 @@ def receiver(log: list[tuple[str, dict[str, str], Any]], status: int = 200, echo
 async def test_webhook_handshake_then_notification_headers(tmp_path: Path) -> None:
     log: list[Any] = []
     clock = ManualClock()
-    store = EventStore(tmp_path / "eventgrid")
+    store = SqliteEventStore(tmp_path / "eventgrid")
     client = httpx.AsyncClient(transport=httpx.ASGITransport(app=receiver(log)), base_url="http://example.invalid")
     hook = WebhookSender(store, clock, client)
     rig = await Rig(tmp_path, config(sub(name="hooked")), {"webhook": hook}, clock=clock, store=store).start()
@@ -138,7 +139,7 @@ async def test_webhook_handshake_then_notification_headers(tmp_path: Path) -> No
 async def test_failed_handshake_is_a_failed_attempt(tmp_path: Path) -> None:
     log: list[Any] = []
     clock = ManualClock()
-    store = EventStore(tmp_path / "eventgrid")
+    store = SqliteEventStore(tmp_path / "eventgrid")
     client = httpx.AsyncClient(transport=httpx.ASGITransport(app=receiver(log, echo=False)),
                                base_url="http://example.invalid")
     hook = WebhookSender(store, clock, client)
@@ -154,7 +155,7 @@ async def test_failed_handshake_is_a_failed_attempt(tmp_path: Path) -> None:
 async def test_cloudevents_subscription_of_eventgrid_topic_gets_mapped_events(tmp_path: Path) -> None:
     log: list[Any] = []
     clock = ManualClock()
-    store = EventStore(tmp_path / "eventgrid")
+    store = SqliteEventStore(tmp_path / "eventgrid")
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         body = (await receive()).get("body", b"")
@@ -175,3 +176,29 @@ async def test_cloudevents_subscription_of_eventgrid_topic_gets_mapped_events(tm
     assert body["specversion"] == "1.0" and body["type"] == "Order.Created" and body["source"].endswith("/orders")
     await rig.stop()
     await hook.aclose()
+
+
+async def test_webhook_answers_400_to_a_body_it_cannot_read(tmp_path: Path) -> None:
+    app = write_app(tmp_path / "app", APP)
+    async with HostHarness(app) as host:
+        hook = "/runtime/webhooks/eventgrid?functionName=on_event"
+        for kind, body, reason in [
+            ("Notification", b"{nope", "invalid JSON"),
+            ("Notification", b"[" * 100_000, "nested too deeply"),
+            ("Notification", b'"text"', "JSON object or array"),
+            ("Notification", b"[1, 2]", "Each event must be a JSON object"),
+            ("SubscriptionValidation", b"{nope", "invalid validation request"),
+            ("SubscriptionValidation", b'[{"data": 5}]', "invalid validation request"),
+            ("SubscriptionValidation", b"[" * 100_000, "nested too deeply"),
+        ]:
+            r = await host.http("POST", hook, content=body, headers={"aeg-event-type": kind}, key="master")
+            assert r.status_code == 400 and reason in r.text, (kind, body[:20], r.status_code, r.text)
+        r = await host.http("POST", "/eventgrid/topics/default/api/events", content=b"[" * 100_000,
+                            headers={"aeg-sas-key": eventgrid_service(host).keys["default"].key1})
+        assert r.status_code == 400 and "nested too deeply" in r.json()["error"]["message"]
+
+
+def eventgrid_service(host: HostHarness) -> EventGridService:
+    service = host.runtime.services.find(EventGridService)
+    assert service is not None
+    return service

@@ -153,3 +153,17 @@ def test_keys_are_created_once_and_kept(tmp_path: Any) -> None:
     again = KeyRing(tmp_path).ensure(["orders", "more"])
     assert again["orders"] == first["orders"] and "more" in again
     assert first["orders"].key1 != first["orders"].key2
+
+
+def test_a_body_or_event_nested_too_deeply_is_400() -> None:
+    with pytest.raises(PublishError, match="nested too deeply") as raised:
+        parse_events(b"[" * 100_000, "application/json", "EventGridSchema", TOPIC)
+    assert raised.value.status == 400
+
+
+def test_a_sas_signature_with_any_characters_is_refused_not_an_error() -> None:
+    token = generate_sas(ENDPOINT, KEYS.key1, NOW + timedelta(hours=1))
+    for signature in ("%C3%A9t%C3%A9", "\u00e9", "%ED%A0%80", "%ZZ"):
+        forged = token[:token.index("&s=") + 3] + signature
+        with pytest.raises(AuthError, match="signature does not match"):
+            check({"aeg-sas-token": forged})

@@ -138,7 +138,7 @@ async def test_extension_mounts_come_first(make_runtime, function_factory, keys)
         await send({"type": "http.response.body", "body": b"mounted"})
 
     runtime = make_runtime([function_factory("hooks", route="{*all}")])
-    runtime.services["http.mounts"] = [("/runtime/webhooks/eventgrid", mounted)]
+    runtime.services.mount("/runtime/webhooks/eventgrid", mounted)
     async with client_for(runtime, keys) as client:
         assert (await client.post("/runtime/webhooks/eventgrid?functionName=x")).status_code == 299
         assert (await client.get("/api/anything")).status_code == 200
@@ -168,7 +168,7 @@ async def test_request_queue_rejects_beyond_max_outstanding_with_429(make_runtim
 
 async def test_admin_requires_master_key_and_reports_status(make_runtime, keys):
     runtime = make_runtime([])
-    runtime.services["host.status"] = lambda: {"id": "h", "state": "Running"}
+    runtime.services.status = lambda: {"id": "h", "state": "Running"}
     async with client_for(runtime, keys) as client:
         assert (await client.get("/admin/host/status")).status_code == 401
         assert (await client.get("/admin/host/status?code=hostkey")).status_code == 401
@@ -200,7 +200,7 @@ async def test_function_keys_endpoint_is_master_only(make_runtime, function_fact
 
 async def test_admin_routes_are_case_insensitive(make_runtime, function_factory, keys):
     runtime = make_runtime([function_factory("secure")])
-    runtime.services["host.status"] = lambda: {"id": "h", "state": "Running"}
+    runtime.services.status = lambda: {"id": "h", "state": "Running"}
     async with client_for(runtime, keys) as client:
         assert (await client.get("/Admin/Host/Status?code=master")).json() == {"id": "h", "state": "Running"}
         response = await client.get("/ADMIN/Functions/Secure/Keys?code=master")
@@ -229,3 +229,22 @@ async def test_no_content_statuses_never_send_a_body(make_runtime, function_fact
     # a body (or a non-zero Content-Length) after a 204/304 would corrupt the keep-alive stream
     assert body["body"] == b""
     assert all(name != b"content-length" or value == b"0" for name, value in start["headers"])
+
+
+async def test_a_deeply_nested_json_body_reaches_the_function(make_runtime, function_factory, invoker, keys):
+    """The body is the function's business (the worker parses it only in get_json())."""
+    runtime = make_runtime([function_factory("echo", methods=["POST"])])
+    body = b"[" * 1000
+    async with client_for(runtime, keys) as client:
+        response = await client.post("/api/echo", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 200
+    req = func.get_binding_registry().get("httpTrigger").decode(invoker.requests[0].trigger_value, trigger_metadata={})
+    assert req.get_body() == body
+
+
+async def test_admin_invoke_with_a_body_nested_too_deeply_is_400(make_runtime, function_factory, keys):
+    runtime = make_runtime([function_factory("hello")])
+    async with client_for(runtime, keys) as client:
+        response = await client.post("/admin/functions/hello", headers={"x-functions-key": "master"},
+                                     content=b'{"input": ' + b"[" * 100_000)
+    assert response.status_code == 400

@@ -48,3 +48,23 @@ def test_length_counts_utf16_code_units_like_dotnet() -> None:
 def test_invalid_constraints_are_config_errors(text: str) -> None:
     with pytest.raises(ConfigError):
         resolve(text, "route 'x'")
+
+
+@pytest.mark.parametrize("text", ["int", "long", "min(1)", "max(10)", "range(1,10)", "decimal"])
+def test_a_huge_number_is_out_of_range_not_an_error(text: str) -> None:
+    """5,000 digits: .NET's TryParse fails (overflow); Python's int() would raise on them."""
+    constraint = resolve(text, "test")
+    assert not constraint("1" * 5000)
+    assert not constraint("-" + "9" * 5000)
+
+
+def test_leading_zeros_do_not_count_as_digits() -> None:
+    assert resolve("int", "test")("0" * 5000 + "7")
+    assert resolve("range(1,10)", "test")("  +0000000000000000000000009 ")
+    assert not resolve("long", "test")("0" * 100 + "9223372036854775808")
+
+
+def test_decimal_range_is_system_decimals() -> None:
+    decimal = resolve("decimal", "test")
+    assert decimal("79228162514264337593543950335") and decimal("-79228162514264337593543950335")
+    assert not decimal("79228162514264337593543950336")

@@ -128,3 +128,15 @@ def test_plain_string_return_is_200_text_plain() -> None:
 def test_no_output_is_200_with_empty_body_like_the_host_middleware() -> None:
     out = response_from_output(None)
     assert (out.status, out.body) == (200, b"")
+
+
+def test_a_body_nested_too_deeply_to_parse_adds_no_binding_data() -> None:
+    """The host reads body properties with a TryParse: a body it cannot read is no error."""
+    body = b"[" * 100_000
+    data = binding_data(incoming(query_string="", route_values={}, body=body, content_length=len(body)))
+    assert sorted(data) == ["Headers", "Query"]
+
+
+def test_many_repeated_headers_are_joined_in_order() -> None:
+    headers = join_headers([(b"X-Tag", str(i).encode()) for i in range(1000)] + [(b"Other", b"o")])
+    assert headers["x-tag"] == ",".join(str(i) for i in range(1000)) and headers["other"] == "o"

@@ -145,3 +145,9 @@ def test_no_methods_means_all_methods_and_conflicts_with_any(function_factory) -
         function_factory("b", route="same", methods=["DELETE"]),
     ], "api")
     assert list(errors) == ["b"]
+
+
+def test_a_route_value_of_thousands_of_digits_does_not_match_an_int_route(function_factory) -> None:
+    table, _ = RouteTable.build([function_factory("item", route="items/{id:int}")], "api")
+    assert table.match("GET", "/api/items/" + "1" * 5000) is None
+    assert table.match("GET", "/api/items/12") is not None

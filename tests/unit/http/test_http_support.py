@@ -16,7 +16,7 @@ def test_registry_finds_the_http_trigger_and_output() -> None:
 def test_describe_lists_methods_and_url(make_runtime, function_factory) -> None:
     function = function_factory("hello", route="greet/{name?}", methods=["POST", "GET"])
     runtime = make_runtime([function], host_json={"extensions": {"http": {"routePrefix": "v1"}}})
-    runtime.services["http.base_url"] = "http://localhost:9000"
+    runtime.services.base_url = "http://localhost:9000"
     described = registry.trigger_support("httpTrigger").describe(function, runtime)
     assert described == "[GET,POST] http://localhost:9000/v1/greet/{name?}"
 

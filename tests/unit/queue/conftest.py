@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from tests.support.runtime import make_test_runtime
 
 from funchost.clock import ManualClock
 from funchost.indexing.spec import BindingSpec, FunctionSpec
@@ -16,7 +17,6 @@ from funchost.invocation.contracts import InvocationRequest, InvocationResult
 from funchost.runtime.contracts import Runtime
 from funchost.settings.app_settings import AppSettings
 from funchost.settings.host_json import HostOptions
-from funchost.storage.backend import EmbeddedStorage
 from funchost.triggers.queue import SUPPORT
 from funchost.triggers.queue.options import QueuesOptions
 
@@ -82,11 +82,8 @@ class QueueRig:
 def make_runtime(tmp_path: Path, clock: ManualClock, invoker: FakeInvoker, *,
                  options: QueuesOptions | None = None, settings: dict[str, str] | None = None,
                  data: str = "data") -> Runtime:
-    app_settings = AppSettings(settings or {}, environ={})
-    storage = EmbeddedStorage(tmp_path / data, app_settings, clock)
-    host_options = HostOptions(extensions={"queues": options or QueuesOptions()})
-    return Runtime(app_dir=tmp_path, data_dir=tmp_path / data, clock=clock, settings=app_settings,
-                   options=host_options, storage=storage, invoker=invoker)
+    return make_test_runtime(tmp_path, tmp_path / data, clock, invoker, settings=AppSettings(settings or {}, environ={}),
+                             options=HostOptions(extensions={"queues": options or QueuesOptions()}))
 
 
 @pytest.fixture

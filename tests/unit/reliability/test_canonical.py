@@ -53,3 +53,18 @@ def test_canonical_form_is_compact_sorted_and_keeps_unicode():
 def test_nan_is_refused():
     with pytest.raises(ValueError):
         canonical_json({"a": float("nan")})
+
+
+def test_a_lone_surrogate_is_refused_as_invalid_text_not_a_crash():
+    body = json.loads('{"containerName": "imports", "blobName": "a\\ud800b"}')
+    with pytest.raises(ValueError, match="property 'blobName' holds a lone surrogate \\(U\\+D800\\)"):
+        select_fields(body, FIELDS)
+    with pytest.raises(ValueError, match="lone surrogate"):
+        canonical_json({"containerName": "imports", "blobName": "a\udfff"})
+    with pytest.raises(ValueError, match="lone surrogate"):
+        request_hash({"nested": {"k": ["\ud800"]}})
+
+
+def test_sha256_hex_is_total_over_python_strings():
+    assert sha256_hex("\ud800") != sha256_hex("\ud801")
+    assert sha256_hex("é") == sha256_hex("é".encode())

@@ -48,7 +48,7 @@ async def test_wrong_key_is_403_authentication_failed_on_every_service(served):
     async with TableClient.from_connection_string(bad, "t1") as table:
         with pytest.raises(ClientAuthenticationError):
             await table.create_table()
-    assert await served.storage.blobs_for_account(DEVSTORE_ACCOUNT).list_containers() == []
+    assert await served.blobs(DEVSTORE_ACCOUNT).list_containers() == []
 
 
 async def test_right_key_with_awkward_names_and_metadata_order(served):
@@ -79,7 +79,7 @@ def _lite(served, path: str, date: str) -> str:  # type: ignore[no-untyped-def]
 
 
 async def test_table_shared_key_lite(served, clock):
-    await served.storage.tables_for_account(DEVSTORE_ACCOUNT).create_table("lite")
+    await served.tables(DEVSTORE_ACCOUNT).create_table("lite")
     date = format_datetime(clock.now(), usegmt=True)
     headers = {"x-ms-date": date, "x-ms-version": "2019-02-02", "Accept": "application/json;odata=nometadata",
                "Authorization": f"SharedKeyLite {DEVSTORE_ACCOUNT}:{_lite(served, 'Tables', date)}"}
@@ -185,7 +185,7 @@ async def test_queue_and_table_sas(served, clock):
         with pytest.raises(HttpResponseError) as info:
             await queue.receive_message()
     assert info.value.error_code == "AuthorizationPermissionMismatch"
-    tables = served.storage.tables_for_account(DEVSTORE_ACCOUNT)
+    tables = served.tables(DEVSTORE_ACCOUNT)
     await tables.create_table("readable")
     await tables.insert_entity("readable", "p", "r", {})
     from azure.core.credentials import AzureNamedKeyCredential, AzureSasCredential
@@ -227,7 +227,7 @@ async def test_container_public_access_levels(served):
 
 
 async def test_queue_shared_key_lite(served, clock):
-    await served.storage.queues_for_account(DEVSTORE_ACCOUNT).create_queue("litequeue")
+    await served.queues(DEVSTORE_ACCOUNT).create_queue("litequeue")
     date = format_datetime(clock.now(), usegmt=True)
     key = base64.b64decode(DEVSTORE_KEY)
     # VERB, Content-MD5, Content-Type, Date, the x-ms-* headers, /account/path (+ ?comp=)
@@ -252,9 +252,9 @@ async def test_a_second_account_of_the_app(tmp_path):
         async with BlobServiceClient.from_connection_string(connection) as blobs:
             await (await blobs.create_container("mine")).upload_blob("a.txt", b"other account")
         # the embedded account a binding with connection="Other" uses
-        data, _ = await served.storage.blobs_for_account("otheracct").download_blob("mine", "a.txt")
+        data, _ = await served.blobs("otheracct").download_blob("mine", "a.txt")
         assert data == b"other account"
-        assert await served.storage.blobs_for_account(DEVSTORE_ACCOUNT).list_containers() == []
+        assert await served.blobs(DEVSTORE_ACCOUNT).list_containers() == []
         async with BlobServiceClient.from_connection_string(connection.replace(other_key, DEVSTORE_KEY)) as wrong:
             with pytest.raises(ClientAuthenticationError):  # the development key does not open this account
                 await wrong.create_container("nope")

@@ -187,17 +187,21 @@ async def test_hierarchical_listing_and_markers(container):
 
 
 async def test_writes_through_rest_are_journalled_and_published(served, container):
-    blobs = served.storage.blobs_for_account(DEVSTORE_ACCOUNT)
+    journal = served.storage.blob_changes()  # the journal Event Grid's system topic reads
     changes = []
-    unsubscribe = blobs.subscribe(changes.append)
+    unsubscribe = journal.subscribe(changes.append)
     try:
-        await container.upload_blob("new.txt", b"x")
-        await container.get_blob_client("new.txt").delete_blob()
+        await container.upload_blob("new dir/new.txt", b"x")
+        await container.get_blob_client("new dir/new.txt").delete_blob()
     finally:
         unsubscribe()
-    assert [(c.kind, c.api, c.name) for c in changes] == [("BlobCreated", "PutBlob", "new.txt"),
-                                                            ("BlobDeleted", "DeleteBlob", "new.txt")]
-    assert [c.kind for c in await blobs.changes_since(None)] == ["BlobCreated", "BlobDeleted"]
+    assert [(c.kind, c.api, c.name) for c in changes] == [("BlobCreated", "PutBlob", "new dir/new.txt"),
+                                                            ("BlobDeleted", "DeleteBlob", "new dir/new.txt")]
+    journalled = await journal.changes_since(None)
+    assert [c.kind for c in journalled] == ["BlobCreated", "BlobDeleted"]
+    # The URLs name the endpoint actually served (a free port here, not 10000) and fetch the blob.
+    url = f"{served.url('blob')}/{container.container_name}/new%20dir/new.txt"
+    assert {c.url for c in journalled} == {c.url for c in changes} == {url}
 
 
 async def test_bad_input_answers_azure_codes(served, container):

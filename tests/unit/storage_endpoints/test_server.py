@@ -14,7 +14,7 @@ from funchost.cli.storage import endpoint_settings
 from funchost.errors import ConfigError
 from funchost.storage_endpoints.accounts import Account, Accounts, parse_account_list
 from funchost.storage_endpoints.server import EndpointSettings, PortTaken, StorageEndpoints, parse_setting
-from funchost.storage_endpoints.service import BackendStorage
+from funchost.storage_endpoints.service import HostAccounts
 
 
 def test_setting_values() -> None:
@@ -61,7 +61,7 @@ async def test_port_taken_by_another_program_is_a_clear_error(tmp_path: Path) ->
     port = blocker.getsockname()[1]
     try:
         async with serve_endpoints(tmp_path / "first") as served:
-            endpoints = StorageEndpoints(BackendStorage(served.storage), Accounts(), served.clock, "other-data",
+            endpoints = StorageEndpoints(HostAccounts(served.storage), Accounts(), served.clock, "other-data",
                                          EndpointSettings(ports={"blob": port, "queue": 0, "table": 0}))
             with pytest.raises(PortTaken) as info:
                 await endpoints.start()
@@ -75,13 +75,13 @@ async def test_port_taken_by_another_program_is_a_clear_error(tmp_path: Path) ->
 async def test_same_data_folder_shares_ports_and_another_folder_is_refused(tmp_path: Path) -> None:
     async with serve_endpoints(tmp_path / "data") as served:
         ports = dict(served.endpoints.ports)
-        same = StorageEndpoints(BackendStorage(served.storage), Accounts(), served.clock, served.endpoints.identity,
+        same = StorageEndpoints(HostAccounts(served.storage), Accounts(), served.clock, served.endpoints.identity,
                                 EndpointSettings(ports=ports))
         await same.start()
         assert same.ports == ports and same.shared == {"blob", "queue", "table"}
         assert all("served by another process" in line for line in same.describe())
         await same.stop()
-        other = StorageEndpoints(BackendStorage(served.storage), Accounts(), served.clock, "a-different-folder",
+        other = StorageEndpoints(HostAccounts(served.storage), Accounts(), served.clock, "a-different-folder",
                                  EndpointSettings(ports=ports))
         with pytest.raises(PortTaken) as info:
             await other.start()

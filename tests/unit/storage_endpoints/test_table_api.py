@@ -13,7 +13,7 @@ from funchost.settings.connections import DEVSTORE_ACCOUNT
 
 @pytest.fixture
 async def table(served):  # type: ignore[no-untyped-def]
-    tables = served.storage.tables_for_account(DEVSTORE_ACCOUNT)
+    tables = served.tables(DEVSTORE_ACCOUNT)
     await tables.create_table("People")
     await tables.insert_entity("People", "p", "r", {"n": ("Edm.Int64", 5), "s": ("Edm.String", "x")})
     return tables

@@ -15,7 +15,6 @@ from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.storage.queue import QueueMessage as SdkMessage
 from azure.storage.queue.aio import QueueClient, QueueServiceClient
 
-from funchost.errors import InvalidInput
 from funchost.storage.azure.endpoints import Endpoint
 from funchost.storage.azure.errors import translated
 from funchost.storage.queues import QueueMessage, QueueProperties, UpdateReceipt
@@ -122,13 +121,8 @@ class AzureQueueService:
     async def get_messages(
         self, name: str, *, max_messages: int = 1, visibility_timeout: int = 30
     ) -> list[QueueMessage]:
-        if max_messages < 1:
-            # The SDK's pager returns nothing without asking the service; answer as the service does.
-            raise InvalidInput(
-                f"numofmessages {max_messages} is out of range",
-                code="OutOfRangeQueryParameterValue",
-                status=400,
-            )
+        # (max_messages < 1, which the SDK's pager would answer with nothing without asking the
+        # service, never gets here: storage.validation checks the range first.)
         # Exactly one Get Messages call: the first page of the SDK's pager.
         pager = self._queue(name).receive_messages(
             messages_per_page=max_messages, max_messages=max_messages, visibility_timeout=visibility_timeout
@@ -168,6 +162,11 @@ class AzureQueueService:
     async def clear_messages(self, name: str) -> None:
         with translated():
             await self._queue(name).clear_messages()
+
+    async def oldest_insertion_time(self, name: str) -> datetime | None:
+        """Of the visible messages only: the service offers no way to see invisible ones."""
+        peeked = await self.peek_messages(name, max_messages=1)
+        return peeked[0].insertion_time if peeked else None
 
     async def aclose(self) -> None:
         # Queue clients share the service client's transport; closing it closes them all.

@@ -15,21 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from funchost.clock import Clock
-from funchost.errors import (
-    BlobNotFound,
-    InvalidInput,
-    PreconditionFailed,
-    ResourceConflict,
-)
-from funchost.storage.blob_api import (
-    MAX_BLOCKS,
-    Block,
-    BlockList,
-    HttpHeaders,
-    ListedPage,
-    Write,
-)
+from funchost.errors import BlobNotFound, PreconditionFailed, ResourceConflict
+from funchost.storage.blob_api import Block, BlockList, HttpHeaders, ListedPage, Write
+from funchost.storage.blob_rules import MAX_BLOCKS
 from funchost.storage.blobs import BlobChange, BlobProperties
 from funchost.storage.sqlite import blob_blocks as blocks
 from funchost.storage.sqlite import blob_leases as leases
@@ -45,10 +33,6 @@ from funchost.storage.sqlite.blob_extras import (
     set_lease_columns,
 )
 from funchost.storage.sqlite.blob_leases import Lease
-from funchost.storage.sqlite.blob_names import (
-    check_blob_name,
-    check_metadata,
-)
 from funchost.storage.sqlite.blob_rows import SCHEMA, lease_of, new_etag, new_version_id
 from funchost.storage.sqlite.blob_sql import (
     blob_row,
@@ -77,11 +61,21 @@ def check_write(old: sqlite3.Row | None, write: Write, *, create: bool) -> None:
     check_etag(old, write.if_match)
 
 
+def _creating(conn: sqlite3.Connection, container: str, name: str, write: Write, now: float
+              ) -> tuple[bool, sqlite3.Row | None, Lease]:
+    """A write that creates or replaces a blob: (container versioning, the current row, the lease
+    the new blob keeps), once the container, the conditions and the lease allow it."""
+    versioning = container_versioning(conn, container)
+    old = blob_row(conn, container, name)
+    check_write(old, write, create=True)
+    return versioning, old, leases.check_write(lease_of(old) if old else Lease(), write.lease_id, now)
+
+
 class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
-    def __init__(self, account_dir: Path, account: str, clock: Clock) -> None:
-        super().__init__(account_dir, account, clock)
-        self._db = SqliteDatabase(Path(account_dir) / "blobs.db", SCHEMA + ";" + EXTRA_SCHEMA, name=f"blobs-{account}")
-        self._db.write_sync(migrate)
+    """The embedded backend's blob service: `BlobService`, its change journal and `BlobApi`."""
+
+    def _open(self, path: Path, name: str) -> SqliteDatabase:
+        return SqliteDatabase(path, SCHEMA + ";" + EXTRA_SCHEMA, name=name, upgrade=migrate)
 
     async def delete_container(self, name: str) -> None:
         await super().delete_container(name)
@@ -106,19 +100,13 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
 
     async def put_blob(self, container: str, name: str, data: bytes, *, blob_type: str, headers: HttpHeaders,
                        metadata: Mapping[str, str], write: Write) -> BlobProperties:
-        check_blob_name(name)
-        meta = check_metadata(metadata)
-        if blob_type not in ("BlockBlob", "AppendBlob"):
-            raise InvalidInput(f"blob type '{blob_type}' is not supported", code="InvalidHeaderValue")
+        meta = dict(metadata)
         data = bytes(data)
         md5 = headers.content_md5 or (hashlib.md5(data).digest() if blob_type == "BlockBlob" else None)
         now_dt, now = self._now()
 
         def run(conn: sqlite3.Connection) -> tuple[BlobProperties, BlobChange]:
-            versioning = container_versioning(conn, container)
-            old = blob_row(conn, container, name)
-            check_write(old, write, create=True)
-            lease = leases.check_write(lease_of(old) if old else Lease(), write.lease_id, now)
+            versioning, old, lease = _creating(conn, container, name, write, now)
             content_id, size = blocks.write_content(conn, [data])
             values = self._values(conn, content_id, size, headers, md5, meta, now_dt, old, versioning)
             values["props"] = props_json(headers, blob_type, 0 if blob_type == "AppendBlob" else None)
@@ -150,8 +138,6 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
 
     async def stage_block(self, container: str, name: str, block_id: str, data: bytes, *,
                           lease_id: str | None = None) -> None:
-        check_blob_name(name)
-        blocks.check_block_id(block_id)
         _, now = self._now()
 
         def run(conn: sqlite3.Connection) -> None:
@@ -168,15 +154,11 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
 
     async def commit_blocks(self, container: str, name: str, wanted: Sequence[tuple[str, str]], *,
                             headers: HttpHeaders, metadata: Mapping[str, str], write: Write) -> BlobProperties:
-        check_blob_name(name)
-        meta = check_metadata(metadata)
+        meta = dict(metadata)
         now_dt, now = self._now()
 
         def run(conn: sqlite3.Connection) -> tuple[BlobProperties, BlobChange]:
-            versioning = container_versioning(conn, container)
-            old = blob_row(conn, container, name)
-            check_write(old, write, create=True)
-            lease = leases.check_write(lease_of(old) if old else Lease(), write.lease_id, now)
+            versioning, old, lease = _creating(conn, container, name, write, now)
             content_id, size, committed = blocks.assemble(conn, container, name, wanted,
                                                           old["content_id"] if old else None)
             values = self._values(conn, content_id, size, headers, headers.content_md5, meta, now_dt, old, versioning)
@@ -246,7 +228,7 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
 
     async def set_metadata(self, container: str, name: str, metadata: Mapping[str, str], *,
                            write: Write) -> BlobProperties:
-        meta = json.dumps(check_metadata(metadata))
+        meta = json.dumps(dict(metadata))
         return await self._update_blob(container, name, write, lambda current, values: values.update(metadata=meta))
 
     async def set_blob_metadata(self, container: str, name: str, metadata: Mapping[str, str]) -> BlobProperties:
@@ -272,17 +254,13 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
 
     async def copy_blob(self, source_container: str, source_name: str, container: str, name: str, *,
                         metadata: Mapping[str, str] | None, write: Write) -> BlobProperties:
-        check_blob_name(name)
-        meta = check_metadata(metadata) if metadata else None
+        meta = dict(metadata) if metadata else None
         now_dt, now = self._now()
 
         def run(conn: sqlite3.Connection) -> tuple[BlobProperties, BlobChange]:
             container_versioning(conn, source_container)
             source = existing(conn, source_container, source_name)
-            versioning = container_versioning(conn, container)
-            old = blob_row(conn, container, name)
-            check_write(old, write, create=True)
-            lease = leases.check_write(lease_of(old) if old else Lease(), write.lease_id, now)
+            versioning, old, lease = _creating(conn, container, name, write, now)
             values = {k: source[k] for k in ("content_id", "size", "content_type", "content_md5", "props")}
             values.update(etag=new_etag(conn, now_dt), last_modified=now,
                           creation_time=old["creation_time"] if old else now,
@@ -338,8 +316,6 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
     async def download_blob(self, container: str, name: str, *, offset: int = 0, length: int | None = None,
                             version_id: str | None = None, if_match: str | None = None
                             ) -> tuple[bytes, BlobProperties]:
-        if offset < 0 or (length is not None and length < 0):
-            raise InvalidInput("offset and length must not be negative", code="InvalidHeaderValue")
         return await self._db.read(blob_listing.downloader(container, name, offset, length, version_id, if_match,
                                                            self.clock))
 

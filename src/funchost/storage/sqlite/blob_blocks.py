@@ -9,27 +9,15 @@ discarded by the commit, as the service does.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 
-from funchost.errors import InvalidInput, ResourceConflict
-from funchost.storage.blob_api import MAX_BLOCK_ID_BYTES, MAX_BLOCKS, Block
+from funchost.errors import InvalidInput
+from funchost.storage.blob_api import Block
 from funchost.storage.sqlite.blob_rows import CHUNK_SIZE, next_counter
 from funchost.storage.sqlite.blob_sql import read_range
 
 KINDS = ("committed", "uncommitted", "latest")
-
-
-def check_block_id(block_id: str) -> None:
-    try:
-        raw = base64.b64decode(block_id, validate=True)
-    except (binascii.Error, ValueError):
-        raise InvalidInput("the block id is not valid base64", code="InvalidQueryParameterValue") from None
-    if not raw or len(raw) > MAX_BLOCK_ID_BYTES:
-        raise InvalidInput(f"block ids are 1 to {MAX_BLOCK_ID_BYTES} bytes before base64 encoding",
-                           code="OutOfRangeInput")
 
 
 def write_content(conn: sqlite3.Connection, pieces: Iterable[bytes]) -> tuple[int, int]:
@@ -75,8 +63,6 @@ def staged_list(conn: sqlite3.Connection, container: str, name: str) -> list[Blo
 def assemble(conn: sqlite3.Connection, container: str, name: str, wanted: Sequence[tuple[str, str]],
              current_content: int | None) -> tuple[int, int, list[Block]]:
     """Resolve a block list and write the new content -> (content id, size, committed blocks)."""
-    if len(wanted) > MAX_BLOCKS:
-        raise ResourceConflict(f"a blob has at most {MAX_BLOCKS} committed blocks", code="BlockCountExceedsLimit")
     staged = {r[0]: (r[1], r[2]) for r in conn.execute(
         "SELECT block_id, size, content_id FROM staged_blocks WHERE container = ? AND name = ?", (container, name))}
     committed: dict[str, tuple[int, int]] = {}

@@ -12,12 +12,12 @@ from funchost.clock import Clock
 from funchost.errors import (
     ContainerAlreadyExists,
     ContainerNotFound,
-    InvalidInput,
     LeaseConflict,
     PreconditionFailed,
     StorageError,
 )
-from funchost.storage.blob_api import PUBLIC_ACCESS_LEVELS, ContainerProperties, SignedIdentifier
+from funchost.storage.blob_api import ContainerProperties, SignedIdentifier
+from funchost.storage.blob_rules import canonical_lease_id
 from funchost.storage.sqlite import blob_leases as leases
 from funchost.storage.sqlite.blob_extras import (
     container_lease,
@@ -26,7 +26,6 @@ from funchost.storage.sqlite.blob_extras import (
     save_container,
 )
 from funchost.storage.sqlite.blob_leases import Lease
-from funchost.storage.sqlite.blob_names import canonical_lease_id, check_container_name, check_metadata
 from funchost.storage.sqlite.blob_rows import new_etag
 from funchost.storage.sqlite.db import SqliteDatabase
 
@@ -48,9 +47,7 @@ class ContainerOperations:
 
     async def create_container_with(self, name: str, *, metadata: Mapping[str, str],
                                     public_access: str | None) -> ContainerProperties:
-        check_container_name(name)
-        meta = check_metadata(metadata)
-        _check_public_access(public_access)
+        meta = dict(metadata)
         now_dt, now = self._now()
 
         def run(conn: sqlite3.Connection) -> ContainerProperties:
@@ -94,7 +91,7 @@ class ContainerOperations:
 
     async def set_container_metadata(self, name: str, metadata: Mapping[str, str], *,
                                      lease_id: str | None = None) -> ContainerProperties:
-        meta = check_metadata(metadata)
+        meta = dict(metadata)
         return await self._update_container(name, lease_id, lambda conn, now_dt: {
             "metadata": json.dumps(meta), "etag": new_etag(conn, now_dt)})
 
@@ -107,9 +104,6 @@ class ContainerOperations:
 
     async def set_container_acl(self, name: str, public_access: str | None, identifiers: Sequence[SignedIdentifier],
                                 *, lease_id: str | None = None) -> ContainerProperties:
-        _check_public_access(public_access)
-        if len(identifiers) > 5:
-            raise InvalidInput("a container has at most 5 stored access policies", code="InvalidXmlDocument")
         acl = json.dumps([vars(i) for i in identifiers])
         return await self._update_container(name, lease_id, lambda conn, now_dt: {
             "public_access": public_access, "acl": acl, "etag": new_etag(conn, now_dt)})
@@ -164,31 +158,21 @@ class ContainerOperations:
 
 def lease_action(current: Lease, action: str, lease_id: str | None, proposed_id: str | None,
                  duration: int | None, break_period: int | None, now: float) -> tuple[Lease, int]:
-    """One Lease Blob / Lease Container action on the state machine of blob_leases."""
+    """One Lease Blob / Lease Container action on the state machine of blob_leases (the action
+    and its arguments passed `blob_rules.check_lease_action`)."""
     if action == "acquire":
         return leases.acquire(current, duration if duration is not None else -1, proposed_id, now), 0
     if action == "break":
         return leases.break_(current, break_period, now)
-    if not lease_id:
-        raise InvalidInput("x-ms-lease-id is required", code="MissingRequiredHeader")
+    given = lease_id or ""
     if action == "renew":
-        return leases.renew(current, lease_id, now), 0
+        return leases.renew(current, given, now), 0
     if action == "release":
-        return leases.release(current, lease_id, now), 0
-    if action == "change":
-        if not proposed_id:
-            raise InvalidInput("x-ms-proposed-lease-id is required", code="MissingRequiredHeader")
-        effective = current.effective(now)
-        ids = {canonical_lease_id(lease_id), canonical_lease_id(proposed_id)}
-        if effective.state != "leased":
-            raise LeaseConflict("there is currently no lease", code="LeaseNotPresentWithLeaseOperation")
-        if effective.lease_id not in ids:
-            raise LeaseConflict("the lease id does not match", code="LeaseIdMismatchWithLeaseOperation")
-        return Lease("leased", canonical_lease_id(proposed_id), current.duration, current.expires), 0
-    raise InvalidInput(f"unknown lease action {action!r}", code="InvalidHeaderValue")
-
-
-def _check_public_access(level: str | None) -> None:
-    if level is not None and level not in PUBLIC_ACCESS_LEVELS:
-        raise InvalidInput(f"x-ms-blob-public-access must be 'container' or 'blob', not {level!r}",
-                           code="InvalidHeaderValue")
+        return leases.release(current, given, now), 0
+    proposed = canonical_lease_id(proposed_id or "")  # action "change"
+    effective = current.effective(now)
+    if effective.state != "leased":
+        raise LeaseConflict("there is currently no lease", code="LeaseNotPresentWithLeaseOperation")
+    if effective.lease_id not in (canonical_lease_id(given), proposed):
+        raise LeaseConflict("the lease id does not match", code="LeaseIdMismatchWithLeaseOperation")
+    return Lease("leased", proposed, current.duration, current.expires), 0

@@ -4,7 +4,8 @@ States: available, leased, expired, breaking, broken. Expiry and the end of a br
 not events: the stored state is re-read against the current time on every operation, so a
 lease held by a crashed process simply becomes available when its time is up.
 
-Pure functions over `Lease`; the store calls them inside its write transaction.
+Pure functions over `Lease`; the store calls them inside its write transaction. Argument rules
+(durations, break periods, lease ids being GUIDs) are checked before, by `blob_rules`.
 """
 
 from __future__ import annotations
@@ -13,12 +14,9 @@ import math
 import uuid
 from dataclasses import dataclass, replace
 
-from funchost.errors import InvalidInput, LeaseConflict, PreconditionFailed
+from funchost.errors import LeaseConflict, PreconditionFailed
+from funchost.storage.blob_rules import canonical_lease_id
 from funchost.storage.blobs import INFINITE_LEASE
-from funchost.storage.sqlite.blob_names import canonical_lease_id
-
-MIN_DURATION, MAX_DURATION = 15, 60
-MAX_BREAK_PERIOD = 60
 
 
 @dataclass(frozen=True)
@@ -57,14 +55,7 @@ def _new_lease(duration: int, proposed: str | None, now: float) -> Lease:
     return Lease("leased", lease_id, duration, expires)
 
 
-def check_duration(duration: int) -> None:
-    if duration != INFINITE_LEASE and not MIN_DURATION <= duration <= MAX_DURATION:
-        raise InvalidInput(f"lease duration must be {MIN_DURATION}..{MAX_DURATION} seconds or -1, got {duration}",
-                           code="InvalidHeaderValue")
-
-
 def acquire(lease: Lease, duration: int, proposed: str | None, now: float) -> Lease:
-    check_duration(duration)
     current = lease.effective(now)
     proposed_id = canonical_lease_id(proposed) if proposed else None
     if current.state == "leased":
@@ -99,8 +90,6 @@ def release(lease: Lease, lease_id: str, now: float) -> Lease:
 
 def break_(lease: Lease, break_period: int | None, now: float) -> tuple[Lease, int]:
     """Returns the new lease and the seconds until a new lease can be acquired."""
-    if break_period is not None and not 0 <= break_period <= MAX_BREAK_PERIOD:
-        raise InvalidInput(f"break period must be 0..{MAX_BREAK_PERIOD} seconds", code="InvalidHeaderValue")
     current = lease.effective(now)
     if current.state == "available":
         raise _conflict("LeaseNotPresentWithLeaseOperation", "there is currently no lease on the blob")

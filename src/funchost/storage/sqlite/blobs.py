@@ -1,6 +1,6 @@
 """Embedded block blob storage: one SQLite file per account (``<account_dir>/blobs.db``).
 
-Every mutation is one BEGIN IMMEDIATE transaction that checks names, conditions and the lease
+Every mutation is one BEGIN IMMEDIATE transaction that checks conditions and the lease
 against the current time and writes content and properties together, so several processes on
 one data folder see one consistent store. Committed creates and deletes are recorded in a
 `changes` journal (for readers in other processes) and handed to in-process subscribers.
@@ -16,16 +16,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from funchost.clock import Clock
-from funchost.errors import (
-    ContainerAlreadyExists,
-    InvalidInput,
-    ResourceConflict,
-    StorageError,
-)
+from funchost.errors import ContainerAlreadyExists, ResourceConflict, StorageError
+from funchost.storage.blob_rules import MAX_LIST_RESULTS
 from funchost.storage.blobs import BlobChange, BlobChangeListener, BlobListPage, BlobProperties
 from funchost.storage.sqlite import blob_leases as leases
 from funchost.storage.sqlite.blob_leases import Lease
-from funchost.storage.sqlite.blob_names import check_blob_name, check_container_name, check_metadata
 from funchost.storage.sqlite.blob_rows import (
     BLOB_COLUMNS,
     CHANGES_KEPT,
@@ -58,20 +53,22 @@ from funchost.storage.sqlite.db import SqliteDatabase
 log = logging.getLogger("funchost.storage.blobs")
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
-MAX_LIST_RESULTS = 5000
 
 
 class SqliteBlobService:
     def __init__(self, account_dir: Path, account: str, clock: Clock) -> None:
         self.account_name = account
         self.clock = clock
-        self._db = SqliteDatabase(Path(account_dir) / "blobs.db", SCHEMA, name=f"blobs-{account}")
+        self._db = self._open(Path(account_dir) / "blobs.db", f"blobs-{account}")
         self._listeners: list[BlobChangeListener] = []
+
+    def _open(self, path: Path, name: str) -> SqliteDatabase:
+        """The account's database (`blob_account.SqliteBlobAccount` adds the REST API's tables)."""
+        return SqliteDatabase(path, SCHEMA, name=name)
 
     # -- containers -----------------------------------------------------------------------------
 
     async def create_container(self, name: str, *, exist_ok: bool = False, versioning: bool = False) -> bool:
-        check_container_name(name)
         now = self.clock.now().timestamp()
 
         def run(conn: sqlite3.Connection) -> bool:
@@ -119,8 +116,7 @@ class SqliteBlobService:
         if_match: str | None = None,
         lease_id: str | None = None,
     ) -> BlobProperties:
-        check_blob_name(name)
-        meta = check_metadata(metadata or {})
+        meta = dict(metadata or {})
         data = bytes(data)
         md5 = hashlib.md5(data).digest()
         now_dt = self.clock.now()
@@ -154,7 +150,7 @@ class SqliteBlobService:
         return props
 
     async def set_blob_metadata(self, container: str, name: str, metadata: Mapping[str, str]) -> BlobProperties:
-        meta = check_metadata(metadata)
+        meta = dict(metadata)
         now_dt = self.clock.now()
         now = now_dt.timestamp()
 
@@ -198,8 +194,6 @@ class SqliteBlobService:
         version_id: str | None = None,
         if_match: str | None = None,
     ) -> tuple[bytes, BlobProperties]:
-        if offset < 0 or (length is not None and length < 0):
-            raise InvalidInput("offset and length must not be negative", code="InvalidHeaderValue")
         now = self.clock.now().timestamp()
 
         def run(conn: sqlite3.Connection) -> tuple[bytes, BlobProperties]:
@@ -234,8 +228,6 @@ class SqliteBlobService:
         marker: str | None = None,
         max_results: int = MAX_LIST_RESULTS,
     ) -> BlobListPage:
-        if max_results < 1:
-            raise InvalidInput("max_results must be at least 1", code="OutOfRangeQueryParameterValue")
         limit = min(max_results, MAX_LIST_RESULTS)
         prefix = prefix or ""
         start = max(prefix, marker or "")
@@ -255,7 +247,6 @@ class SqliteBlobService:
     # -- leases ---------------------------------------------------------------------------------
 
     async def acquire_lease(self, container: str, name: str, *, duration: int, lease_id: str | None = None) -> str:
-        leases.check_duration(duration)
         lease = await self._lease_op(container, name, lambda cur, now: leases.acquire(cur, duration, lease_id, now))
         return lease.lease_id or ""
 
@@ -306,6 +297,10 @@ class SqliteBlobService:
         rows = await self._db.read(lambda c: c.execute(
             "SELECT * FROM changes WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit)).fetchall())
         return [self._change_from_row(r) for r in rows]
+
+    async def current_cursor(self) -> str | None:
+        row = await self._db.read(lambda c: c.execute("SELECT max(seq) FROM changes").fetchone())
+        return format_sequencer(row[0]) if row and row[0] is not None else None
 
     def _journal(self, conn: sqlite3.Connection, kind: str, api: str, props: BlobProperties | None,
                  container: str | None = None, name: str | None = None) -> BlobChange:

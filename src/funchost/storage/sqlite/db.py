@@ -25,10 +25,14 @@ BUSY_TIMEOUT_MS = 30_000
 
 
 class SqliteDatabase:
-    def __init__(self, path: Path, schema: str = "", *, name: str = "sqlite") -> None:
+    def __init__(self, path: Path, schema: str = "", *, name: str = "sqlite",
+                 upgrade: Callable[[sqlite3.Connection], None] | None = None) -> None:
+        """`upgrade` runs after `schema`, in the same write transaction (e.g. adding a column to a
+        file created by an older version)."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._schema = schema
+        self._upgrade = upgrade
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{name}-db")
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
@@ -52,6 +56,8 @@ class SqliteDatabase:
                 with _immediate(conn):
                     for statement in _split(self._schema):
                         conn.execute(statement)
+                    if self._upgrade is not None:
+                        self._upgrade(conn)
             self._local.conn = conn
             self._connections.append(conn)
         return conn
@@ -61,12 +67,6 @@ class SqliteDatabase:
     def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` synchronously on the calling thread (CLI, tests, sync code)."""
         return fn(self._connect())
-
-    def write_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `fn(conn)` inside BEGIN IMMEDIATE ... COMMIT on the calling thread."""
-        conn = self._connect()
-        with _immediate(conn):
-            return fn(conn)
 
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         return await self._submit(lambda: fn(self._connect()))

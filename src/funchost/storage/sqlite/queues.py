@@ -1,7 +1,8 @@
 """Embedded Azure Queue storage on one SQLite file per account (``<account_dir>/queues.db``).
 
-Rules follow the Queue service REST API (azure-semantics 1.7): name rules, 64 KiB message
-text, visibility and TTL ranges, pop receipts, dequeue counts, lazy expiry.
+Semantics follow the Queue service REST API (azure-semantics 1.7): pop receipts, dequeue counts,
+lazy expiry. Argument rules (names, 64 KiB message text, visibility and TTL ranges) are checked
+before a call gets here, by `funchost.storage.validation`.
 
 Throughput notes:
 - Receiving is one ``UPDATE ... RETURNING`` over the ``(queue, visible_at)`` index inside
@@ -21,7 +22,6 @@ import json
 import math
 import os
 import random
-import re
 import sqlite3
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -30,24 +30,14 @@ from typing import Any, TypeVar
 
 from funchost.clock import Clock
 from funchost.errors import (
-    InvalidInput,
-    InvalidResourceName,
     MessageNotFound,
     PopReceiptMismatch,
     QueueAlreadyExists,
     QueueNotFound,
-    RequestBodyTooLarge,
     StorageError,
 )
-from funchost.storage.queues import (
-    DEFAULT_TTL,
-    MAX_GET_MESSAGES,
-    MAX_MESSAGE_BYTES,
-    MAX_VISIBILITY,
-    QueueMessage,
-    QueueProperties,
-    UpdateReceipt,
-)
+from funchost.storage.queue_rules import DEFAULT_TTL, out_of_range
+from funchost.storage.queues import QueueMessage, QueueProperties, UpdateReceipt
 from funchost.storage.sqlite.db import SqliteDatabase
 
 T = TypeVar("T")
@@ -73,48 +63,15 @@ CREATE INDEX IF NOT EXISTS messages_visible ON messages(queue, visible_at);
 CREATE INDEX IF NOT EXISTS messages_expiry ON messages(expires_at) WHERE expires_at IS NOT NULL
 """
 
-_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?!-))*[a-z0-9]$")
-_METADATA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PURGE_INTERVAL = 60.0  # seconds of clock time between lazy purges of expired messages
 MAX_GROUP = 512  # operations per grouped transaction
 
-
-_VALID_NAMES: set[str] = set()  # names already checked (every call checks its queue name)
 _random = random.Random(os.urandom(32))  # ids and receipts: unique, no system call per message
 os.register_at_fork(after_in_child=lambda: _random.seed(os.urandom(32)))
 
 
 def _hex(nbytes: int) -> str:
     return f"{_random.getrandbits(nbytes * 8):0{nbytes * 2}x}"
-
-
-def validate_queue_name(name: str) -> str:
-    """Azure's rules: 3-63 chars, lowercase letters, digits and single dashes, alphanumeric ends."""
-    if type(name) is str and name in _VALID_NAMES:
-        return name
-    if not isinstance(name, str):
-        raise InvalidResourceName(f"invalid queue name {name!r}")
-    if not 3 <= len(name) <= 63:
-        # Azure answers a bad length with OutOfRangeInput, bad characters with InvalidResourceName.
-        raise InvalidResourceName("the specified resource name length is not within the permissible limits",
-                                  code="OutOfRangeInput")
-    if not _NAME.match(name):
-        raise InvalidResourceName(f"invalid queue name {name!r}: 3-63 lowercase letters, digits and "
-                                  "single dashes, starting and ending with a letter or digit")
-    if len(_VALID_NAMES) < 10_000:
-        _VALID_NAMES.add(name)
-    return name
-
-
-def _out_of_range(what: str, value: object) -> InvalidInput:
-    return InvalidInput(f"{what} {value!r} is out of range", code="OutOfRangeQueryParameterValue", status=400)
-
-
-def _check_content(content: str) -> None:
-    if not isinstance(content, str):
-        raise InvalidInput("message content must be text")
-    if len(content) * 4 > MAX_MESSAGE_BYTES and len(content.encode("utf-8")) > MAX_MESSAGE_BYTES:
-        raise RequestBodyTooLarge(f"message text is larger than {MAX_MESSAGE_BYTES} bytes (UTF-8)")
 
 
 def _ts(value: float | None) -> datetime | None:
@@ -215,7 +172,6 @@ class SqliteQueueService:
     # -- queues ----------------------------------------------------------------------------------
 
     async def create_queue(self, name: str, metadata: Mapping[str, str] | None = None) -> bool:
-        validate_queue_name(name)
         wanted = _metadata_json(metadata)
         now = self._now()
 
@@ -231,7 +187,6 @@ class SqliteQueueService:
         return await self._writes.run(op)
 
     async def delete_queue(self, name: str) -> None:
-        validate_queue_name(name)
 
         def op(conn: sqlite3.Connection) -> None:
             if conn.execute("DELETE FROM queues WHERE name=?", (name,)).rowcount == 0:
@@ -241,7 +196,6 @@ class SqliteQueueService:
         await self._writes.run(op)
 
     async def queue_exists(self, name: str) -> bool:
-        validate_queue_name(name)
         row = await self._db.read(lambda c: c.execute("SELECT 1 FROM queues WHERE name=?", (name,)).fetchone())
         return row is not None
 
@@ -257,7 +211,6 @@ class SqliteQueueService:
         return await self._db.read(op)
 
     async def get_queue_properties(self, name: str) -> QueueProperties:
-        validate_queue_name(name)
         now = self._now()
 
         def op(conn: sqlite3.Connection) -> QueueProperties:
@@ -272,7 +225,6 @@ class SqliteQueueService:
         return await self._db.read(op)
 
     async def set_queue_metadata(self, name: str, metadata: Mapping[str, str]) -> None:
-        validate_queue_name(name)
         wanted = _metadata_json(metadata)
 
         def op(conn: sqlite3.Connection) -> None:
@@ -291,13 +243,7 @@ class SqliteQueueService:
         visibility_timeout: int = 0,
         time_to_live: int | None = None,
     ) -> QueueMessage:
-        validate_queue_name(name)
-        _check_content(content)
         ttl = DEFAULT_TTL if time_to_live is None else time_to_live
-        if not 0 <= visibility_timeout <= MAX_VISIBILITY:
-            raise _out_of_range("visibilitytimeout", visibility_timeout)
-        if ttl != -1 and (ttl < 1 or ttl <= visibility_timeout):
-            raise _out_of_range("messagettl", ttl)
         now = self._now()
         expires = None if ttl == -1 else now + ttl
         visible = now + visibility_timeout
@@ -321,11 +267,6 @@ class SqliteQueueService:
     async def get_messages(
         self, name: str, *, max_messages: int = 1, visibility_timeout: int = 30
     ) -> list[QueueMessage]:
-        validate_queue_name(name)
-        if not 1 <= max_messages <= MAX_GET_MESSAGES:
-            raise _out_of_range("numofmessages", max_messages)
-        if not 1 <= visibility_timeout <= MAX_VISIBILITY:
-            raise _out_of_range("visibilitytimeout", visibility_timeout)
         now = self._now()
         purge = now - self._last_purge >= PURGE_INTERVAL
         if purge:
@@ -350,9 +291,6 @@ class SqliteQueueService:
         return await self._writes.run(op)
 
     async def peek_messages(self, name: str, *, max_messages: int = 1) -> list[QueueMessage]:
-        validate_queue_name(name)
-        if not 1 <= max_messages <= MAX_GET_MESSAGES:
-            raise _out_of_range("numofmessages", max_messages)
         now = self._now()
 
         def op(conn: sqlite3.Connection) -> list[QueueMessage]:
@@ -375,11 +313,6 @@ class SqliteQueueService:
         visibility_timeout: int,
         content: str | None = None,
     ) -> UpdateReceipt:
-        validate_queue_name(name)
-        if content is not None:
-            _check_content(content)
-        if not 0 <= visibility_timeout <= MAX_VISIBILITY:
-            raise _out_of_range("visibilitytimeout", visibility_timeout)
         now = self._now()
         visible = now + visibility_timeout
         receipt = _hex(8)
@@ -388,7 +321,7 @@ class SqliteQueueService:
         def op(conn: sqlite3.Connection) -> UpdateReceipt:
             row = self._find(conn, name, message_id, seq, pop_receipt, now)
             if row["expires_at"] is not None and visible > row["expires_at"]:
-                raise _out_of_range("visibilitytimeout", visibility_timeout)
+                raise out_of_range("visibilitytimeout", visibility_timeout)
             if content is None:
                 conn.execute("UPDATE messages SET visible_at=?, pop_receipt=? WHERE seq=?", (visible, receipt, seq))
             else:
@@ -399,7 +332,6 @@ class SqliteQueueService:
         return await self._writes.run(op)
 
     async def delete_message(self, name: str, message_id: str, pop_receipt: str) -> None:
-        validate_queue_name(name)
         now = self._now()
         seq = _seq_of(message_id)
 
@@ -410,7 +342,6 @@ class SqliteQueueService:
         await self._writes.run(op)
 
     async def clear_messages(self, name: str) -> None:
-        validate_queue_name(name)
 
         def op(conn: sqlite3.Connection) -> None:
             if conn.execute("SELECT 1 FROM queues WHERE name=?", (name,)).fetchone() is None:
@@ -421,8 +352,6 @@ class SqliteQueueService:
 
     async def aclose(self) -> None:
         await self._db.aclose()
-
-    # -- helpers for tools (CLI list/redrive); not part of the Protocol ---------------------------
 
     async def oldest_insertion_time(self, name: str) -> datetime | None:
         row = await self._db.read(lambda c: c.execute(
@@ -448,8 +377,4 @@ class SqliteQueueService:
 
 
 def _metadata_json(metadata: Mapping[str, str] | None) -> str:
-    items = dict(metadata or {})
-    for key in items:
-        if not isinstance(key, str) or not _METADATA_NAME.match(key):
-            raise InvalidInput(f"invalid metadata name {key!r}", code="InvalidMetadata", status=400)
-    return json.dumps({k: str(v) for k, v in sorted(items.items())})
+    return json.dumps({k: str(v) for k, v in sorted(dict(metadata or {}).items())})

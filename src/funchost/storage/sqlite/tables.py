@@ -23,16 +23,13 @@ from funchost.clock import Clock
 from funchost.errors import InvalidInput, StorageError
 from funchost.storage.sqlite.db import SqliteDatabase
 from funchost.storage.table_filter import parse_filter
+from funchost.storage.table_rules import check_properties
 from funchost.storage.tables import (
     MAX_QUERY_RESULTS,
     BatchFailed,
     BatchOperation,
     Entity,
     TypedValue,
-    check_batch,
-    check_key,
-    check_properties,
-    check_table_name,
     parse_datetime,
     table_error,
 )
@@ -148,7 +145,6 @@ class SqliteTableService:
     # -- tables ----------------------------------------------------------------------------------
 
     async def create_table(self, name: str) -> str:
-        check_table_name(name)
         now = self._clock.now().timestamp()
 
         def run(conn: sqlite3.Connection) -> str:
@@ -194,7 +190,8 @@ class SqliteTableService:
             return self._insert(conn, key, pk, rk, _encode(properties), now)
         _check_etag(if_match, row[0])
         merged = {**_decode(row[1]), **properties} if merge else dict(properties)
-        check_properties(merged)
+        if merge:
+            check_properties(merged)  # the merged entity keeps the limits (the parts were checked before)
         ts = max(now, row[0] + 1)
         props = _encode(merged)
         conn.execute("UPDATE entities SET ts = ?, props = ? WHERE tbl = ? AND pk = ? AND rk = ?",
@@ -212,9 +209,6 @@ class SqliteTableService:
 
     async def insert_entity(self, table: str, partition_key: str, row_key: str,
                             properties: Mapping[str, TypedValue]) -> Entity:
-        check_key(partition_key, "PartitionKey")
-        check_key(row_key, "RowKey")
-        check_properties(properties)
         props = _encode(properties)
         now = self._now_ticks()
         return await self._db.write(
@@ -222,9 +216,6 @@ class SqliteTableService:
 
     async def update_entity(self, table: str, partition_key: str, row_key: str,
                             properties: Mapping[str, TypedValue], *, merge: bool, if_match: str | None) -> Entity:
-        check_key(partition_key, "PartitionKey")
-        check_key(row_key, "RowKey")
-        check_properties(properties)
         now = self._now_ticks()
         return await self._db.write(lambda conn: self._update(
             conn, self._table_key(conn, table), partition_key, row_key, properties, merge, if_match, now))
@@ -246,8 +237,6 @@ class SqliteTableService:
 
     async def query_entities(self, table: str, *, filter: str | None = None, top: int = MAX_QUERY_RESULTS,
                              after: tuple[str, str] | None = None) -> tuple[list[Entity], tuple[str, str] | None]:
-        if not 1 <= top <= MAX_QUERY_RESULTS:
-            raise InvalidInput(f"$top must be 1..{MAX_QUERY_RESULTS}")
         parsed = parse_filter(filter) if filter else None
         where, args = ["tbl = ?"], []
         if parsed is not None:
@@ -290,14 +279,6 @@ class SqliteTableService:
 
     async def submit_batch(self, table: str, operations: Sequence[BatchOperation]) -> list[Entity | None]:
         now = self._now_ticks()
-        check_batch(operations)
-        for index, op in enumerate(operations):
-            try:
-                check_key(op.partition_key, "PartitionKey")
-                check_key(op.row_key, "RowKey")
-                check_properties(op.properties)
-            except StorageError as exc:
-                raise BatchFailed(index, exc) from None
 
         def run(conn: sqlite3.Connection) -> list[Entity | None]:
             key = self._table_key(conn, table)

@@ -6,14 +6,13 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
-import xml.etree.ElementTree as ET
 from urllib.parse import unquote, urlparse
 from xml.sax.saxutils import escape
 
 from funchost.errors import BlobNotFound
 from funchost.storage.blob_api import BlobApi, Block
 from funchost.storage.blobs import BlobProperties
-from funchost.storage_endpoints.app import metadata_from
+from funchost.storage_endpoints.app import metadata_from, xml_document
 from funchost.storage_endpoints.blob.containers import lease_arguments, lease_response, xml_response
 from funchost.storage_endpoints.blob.properties import (
     b64,
@@ -257,12 +256,7 @@ class Blobs:
 
 
 def parse_block_list(body: bytes) -> list[tuple[str, str]]:
-    try:
-        root = ET.fromstring(body)
-    except ET.ParseError:
-        raise ApiError(400, "InvalidXmlDocument") from None
-    if root.tag != "BlockList":
-        raise ApiError(400, "InvalidXmlDocument")
+    root = xml_document(body, "BlockList")
     wanted = []
     for item in root:
         kind = item.tag.lower()

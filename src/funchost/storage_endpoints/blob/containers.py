@@ -3,14 +3,13 @@ delete, List Containers, List Blobs, service properties and account information.
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from funchost.storage.blob_api import BlobApi, ContainerProperties, SignedIdentifier
 from funchost.storage.blobs import BlobProperties
-from funchost.storage_endpoints.app import integer, metadata_from
+from funchost.storage_endpoints.app import integer, metadata_from, xml_document
 from funchost.storage_endpoints.blob.properties import (
     b64,
     check_read,
@@ -180,12 +179,7 @@ def _blob_xml(props: BlobProperties, with_metadata: bool) -> str:
 def parse_identifiers(body: bytes) -> Sequence[SignedIdentifier]:
     if not body.strip():
         return []
-    try:
-        root = ET.fromstring(body)
-    except ET.ParseError:
-        raise ApiError(400, "InvalidXmlDocument") from None
-    if root.tag != "SignedIdentifiers":
-        raise ApiError(400, "InvalidXmlDocument")
+    root = xml_document(body, "SignedIdentifiers")
     identifiers = []
     for item in root:
         policy = item.find("AccessPolicy")

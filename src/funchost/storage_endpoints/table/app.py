@@ -22,7 +22,7 @@ import re
 from datetime import UTC, datetime
 
 from funchost.storage.table_filter import parse_filter
-from funchost.storage.tables import MAX_QUERY_RESULTS, Entity, TableService, check_table_name
+from funchost.storage.tables import MAX_QUERY_RESULTS, Entity, TableService
 from funchost.storage_endpoints.app import Operation, StorageApp, integer
 from funchost.storage_endpoints.errors import ApiError, json_error, not_supported, xml_error
 from funchost.storage_endpoints.sas import Access, Scope
@@ -211,7 +211,6 @@ class TableApp(StorageApp):
 
     async def delete_table(self, request: StorageRequest) -> Response:
         name = _TABLE_ITEM.match(request.resource).group(1).replace("''", "'")  # type: ignore[union-attr]
-        check_table_name(name)
         await self.tables(request).delete_table(name)
         return Response(204)
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 from funchost.errors import StorageError
-from funchost.storage.tables import MAX_BATCH_OPERATIONS, BatchFailed, BatchOperation, Entity
+from funchost.storage.table_rules import MAX_BATCH_OPERATIONS
+from funchost.storage.tables import BatchFailed, BatchOperation, Entity
 from funchost.storage_endpoints.errors import MESSAGES, ApiError
 from funchost.storage_endpoints.table.odata import (
     content_type,

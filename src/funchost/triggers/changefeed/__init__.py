@@ -14,7 +14,7 @@ from typing import Any
 from funchost.errors import InvalidInput
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
-from funchost.runtime.contracts import Listener, Runtime
+from funchost.runtime.contracts import Listener, Runtime, TriggerSupport
 from funchost.triggers.changefeed.options import CosmosDBOptions, checkpoint_on_failure, from_function
 from funchost.triggers.changefeed.processor import documents_datum
 
@@ -34,10 +34,8 @@ class ChangeFeedTriggerSupport:
         from_function(function, _host_options(runtime))
 
     def create_listener(self, function: FunctionSpec, runtime: Runtime) -> Listener | None:
-        from funchost.documents import use_backend
         from funchost.triggers.changefeed.listener import ChangeFeedListener
 
-        use_backend(runtime.storage)
         host = _host_options(runtime)
         return ChangeFeedListener(function, runtime, from_function(function, host),
                                   checkpoint_on_failure=checkpoint_on_failure(host, runtime.settings))
@@ -62,4 +60,4 @@ class ChangeFeedTriggerSupport:
                                  reason="This function was programmatically called via the host APIs.")
 
 
-SUPPORT = ChangeFeedTriggerSupport()
+SUPPORT: TriggerSupport = ChangeFeedTriggerSupport()

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Sequence
 
 from funchost.clock import Clock
-from funchost.storage.sqlite.documents import PartitionRange
+from funchost.storage.documents import PartitionRange
 from funchost.triggers.changefeed.leases import LeaseManager
 
 log = logging.getLogger("Host.Triggers.CosmosDB")

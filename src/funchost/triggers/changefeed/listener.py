@@ -21,10 +21,12 @@ from funchost.indexing.spec import FunctionSpec
 from funchost.listeners.delays import FixedDelay
 from funchost.listeners.poll_loop import PollLoop
 from funchost.runtime.contracts import Runtime
-from funchost.storage.sqlite.documents import ContainerInfo, SqliteDocumentStore
+from funchost.runtime.signals import documents_topic
+from funchost.storage.documents import ContainerInfo, DocumentStore, PartitionRange
 from funchost.triggers.changefeed import bootstrap
 from funchost.triggers.changefeed.balancer import select_leases_to_take
 from funchost.triggers.changefeed.leases import Lease, LeaseLost, LeaseManager, lease_prefix
+from funchost.triggers.changefeed.messages import missing_container_message, missing_in_store
 from funchost.triggers.changefeed.options import TriggerOptions
 from funchost.triggers.changefeed.processor import FeedSource, LeaseProcessor
 
@@ -33,16 +35,6 @@ log = logging.getLogger("Host.Triggers.CosmosDB")
 LEASE_PK_MESSAGE = "The lease container, if partitioned, must have partition key equal to id."
 
 
-def documents_topic(store_name: str, database: str, container: str) -> tuple[str, str, str, str]:
-    """Signals topic published after an in-process write to a container."""
-    return ("documents", store_name, database, container)
-
-
-def missing_container_message(o: TriggerOptions) -> str:
-    return (f"Either the source container '{o.container}' (in database '{o.database}')  or the lease container "
-            f"'{o.lease_container}' (in database '{o.lease_database}') does not exist. Both containers must exist "
-            "before the listener starts. To automatically create the lease container, set "
-            "'CreateLeaseContainerIfNotExists' to 'true'.")
 
 
 class ChangeFeedListener:
@@ -66,14 +58,16 @@ class ChangeFeedListener:
 
     async def start(self) -> None:
         o = self.options
-        store: SqliteDocumentStore = self.runtime.storage.documents(o.connection)
-        lease_store: SqliteDocumentStore = self.runtime.storage.documents(o.lease_connection)
+        store = self.runtime.storage.documents(o.connection)
+        lease_store = self.runtime.storage.documents(o.lease_connection)
+        missing = missing_in_store(store, o.database, o.container, self.runtime)
         try:
-            monitored = await store.run(lambda c: store.get_container(c, o.database, o.container))
+            monitored = await store.get_container(o.database, o.container)
+            missing = missing_in_store(lease_store, o.lease_database, o.lease_container, self.runtime, lease=True)
             lease_info = await self._lease_container(lease_store)
         except CosmosResourceNotFoundError as exc:
             log.error("Starting the listener for %s failed. Exception: %s.", self._details(), exc)
-            raise ConfigError(missing_container_message(o)) from exc
+            raise ConfigError(missing_container_message(o, missing)) from exc
         if lease_info.partition_key_path not in ("/id", "/partitionKey"):
             raise ConfigError(LEASE_PK_MESSAGE)
         prefix = lease_prefix(o.prefix, store.endpoint_host, monitored.database_rid, monitored.rid)
@@ -83,20 +77,18 @@ class ChangeFeedListener:
         self._source = FeedSource(store, o.database, o.container)
         self._unsubscribe = self.runtime.signals.subscribe(
             documents_topic(store.name, o.database, o.container), self._notify_all)
-        self._task = asyncio.get_running_loop().create_task(self._run(monitored), name=f"changefeed:{self.function.name}")
+        partitions = await store.partition_ranges(o.database, o.container)
+        self._task = asyncio.get_running_loop().create_task(self._run(partitions),
+                                                            name=f"changefeed:{self.function.name}")
         log.debug("Started the listener for %s.", self._details())
 
-    async def _lease_container(self, lease_store: SqliteDocumentStore) -> ContainerInfo:
+    async def _lease_container(self, lease_store: DocumentStore) -> ContainerInfo:
         o = self.options
-
-        def ensure(conn: Any) -> ContainerInfo:
-            if o.create_lease_container:
-                lease_store.create_database(conn, o.lease_database, exist_ok=True)
-                return lease_store.create_container(conn, o.lease_database, o.lease_container,
-                                                    partition_key_path="/id", default_ttl=-1, exist_ok=True)
-            return lease_store.get_container(conn, o.lease_database, o.lease_container)
-
-        return await lease_store.run(ensure)
+        if not o.create_lease_container:
+            return await lease_store.get_container(o.lease_database, o.lease_container)
+        await lease_store.create_database(o.lease_database, exist_ok=True)
+        return await lease_store.create_container(o.lease_database, o.lease_container, partition_key_path="/id",
+                                                  default_ttl=-1, exist_ok=True)
 
     def _details(self) -> str:
         o = self.options
@@ -104,9 +96,9 @@ class ChangeFeedListener:
                 f"leaseContainer='{o.lease_container}', leaseDatabase='{o.lease_database}', "
                 f"functionId='Functions.{self.function.name}'")
 
-    async def _run(self, monitored: ContainerInfo) -> None:
+    async def _run(self, partitions: list[PartitionRange]) -> None:
         assert self.leases is not None
-        await bootstrap.initialize(self.leases, monitored.partition_ranges(), self.runtime.clock)
+        await bootstrap.initialize(self.leases, partitions, self.runtime.clock)
         if self._stopping:
             return
         self._balance = PollLoop(f"{self.function.name}:balance", self._balance_once,

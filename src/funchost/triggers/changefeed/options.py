@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from funchost.bindings.cosmosdb_v3 import v3_properties_problem
 from funchost.errors import AppLoadError
 from funchost.settings.sections import SectionReader
 
@@ -138,6 +139,8 @@ def _build(binding: BindingSpec, host: CosmosDBOptions) -> TriggerOptions:
     connection = str(binding.get("connection") or "").strip() or DEFAULT_CONNECTION
     database = str(binding.get("databaseName") or "")
     container = str(binding.get("containerName") or "")
+    if problem := v3_properties_problem(binding):
+        raise ValueError(f"the Cosmos DB trigger {problem}")
     if not database or not container:
         raise ValueError("the Cosmos DB trigger needs 'databaseName' and 'containerName'")
     start_text = str(binding.get("startFromTime") or "").strip()

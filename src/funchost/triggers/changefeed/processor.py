@@ -28,7 +28,7 @@ from funchost.listeners.delays import FixedDelay
 from funchost.listeners.poll_loop import PollLoop
 from funchost.listeners.renewal import Renewer
 from funchost.runtime.faults import NO_FAULTS, FaultInjector
-from funchost.storage.sqlite.documents import FeedPage, SqliteDocumentStore
+from funchost.storage.documents import DocumentStore, FeedPage
 from funchost.triggers.changefeed.leases import Lease, LeaseLost, LeaseManager, continuation_token
 from funchost.triggers.changefeed.options import TriggerOptions
 
@@ -39,13 +39,13 @@ log = logging.getLogger("Host.Triggers.CosmosDB")
 class FeedSource:
     """The monitored container as the processor reads it."""
 
-    store: SqliteDocumentStore
+    store: DocumentStore
     database: str
     container: str
 
     async def read(self, pid: int, after: int | None, start: datetime | None, max_items: int) -> FeedPage:
-        return await self.store.run(lambda conn: self.store.read_feed(
-            conn, self.database, self.container, pid, after_lsn=after, start_time=start, max_items=max_items))
+        return await self.store.read_feed(self.database, self.container, pid, after_lsn=after, start_time=start,
+                                          max_items=max_items)
 
 
 def documents_datum(items: list[dict[str, Any]]) -> Datum:

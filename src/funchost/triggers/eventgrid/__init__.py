@@ -16,7 +16,7 @@ from azure.functions.meta import Datum
 from funchost.errors import InvalidInput
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
-from funchost.runtime.contracts import Listener, Runtime
+from funchost.runtime.contracts import Listener, Runtime, TriggerSupport
 
 HOST_CALL_REASON = "This function was programmatically called via the host APIs."
 
@@ -52,4 +52,4 @@ class EventGridTriggerSupport:
         )
 
 
-SUPPORT = EventGridTriggerSupport()
+SUPPORT: TriggerSupport = EventGridTriggerSupport()

@@ -2,6 +2,8 @@
 
 Unlike other triggers there is no listener per function: the host starts one `HttpServer`
 (see `server.py`) that routes requests to functions and invokes them through `Runtime.invoker`.
+The one exception is an `AsgiFunctionApp`'s function, whose listener shuts the ASGI app's
+lifespan down at stop (`lifespan.py`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from typing import Any
 from funchost.errors import AppLoadError, ConfigError, InvalidInput
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
-from funchost.runtime.contracts import Listener, Runtime
+from funchost.runtime.contracts import Listener, Runtime, TriggerSupport
+from funchost.triggers.http import lifespan
 from funchost.triggers.http.options import HttpOptions
 from funchost.triggers.http.routing import (
     full_template,
@@ -19,8 +22,6 @@ from funchost.triggers.http.routing import (
     function_route,
     validate_route,
 )
-
-DEFAULT_BASE_URL = "http://localhost:7071"
 
 
 class HttpTriggerSupport:
@@ -34,11 +35,11 @@ class HttpTriggerSupport:
                                function=function.name) from exc
 
     def create_listener(self, function: FunctionSpec, runtime: Runtime) -> Listener | None:
-        return None  # the HttpServer drives every HTTP function
+        return lifespan.listener_for(function, runtime)  # the HttpServer drives every HTTP function
 
     def describe(self, function: FunctionSpec, runtime: Runtime) -> str:
         options = runtime.options.extensions.get("http") or HttpOptions()
-        base = str(runtime.services.get("http.base_url") or DEFAULT_BASE_URL).rstrip("/")
+        base = runtime.services.base_url.rstrip("/")
         methods = function_methods(function)
         listed = ",".join(sorted(methods)) if methods else "*"
         return f"[{listed}] {base}/{full_template(options.route_prefix, function_route(function))}"
@@ -47,4 +48,4 @@ class HttpTriggerSupport:
         raise InvalidInput("An HttpRequest is required: call the function's own route instead")
 
 
-SUPPORT = HttpTriggerSupport()
+SUPPORT: TriggerSupport = HttpTriggerSupport()

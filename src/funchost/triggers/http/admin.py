@@ -1,7 +1,9 @@
 """The admin API (``/admin/...``), callable with the master key only.
 
-- ``GET  /admin/host/status``          host state (from the ``host.status`` service the host sets)
+- ``GET  /admin/host/status``          host state (from the status provider the host sets)
 - ``GET  /admin/host/ping``            200, anonymous, as on Azure
+- ``GET  /admin/functions/{name}/status`` ``{"errors": [...]}`` for a function in error, ``{}``
+  otherwise, 404 for an unknown function (FunctionsController.GetFunctionStatus)
 - ``POST /admin/functions/{name}``     body ``{"input": ...}``: 202 and the function runs in the
   background (FunctionsController.Invoke); 400 without a JSON object body, 404 for an unknown
   function. For an HTTP function the host accepts the call and then fails to bind the string
@@ -70,11 +72,13 @@ class AdminApi:
             await self.invoke(parts[2], scope, receive, send)
         elif len(parts) == 4 and parts[1] == "functions" and parts[3] == "keys" and method == "GET":
             await self.function_keys(parts[2], send)
+        elif len(parts) == 4 and parts[1] == "functions" and parts[3] == "status" and method == "GET":
+            await self.function_status(parts[2], send)
         else:
             await respond(send, 404)
 
     async def host_status(self) -> Any:
-        provider = self.runtime.services.get("host.status")
+        provider = self.runtime.services.status
         if provider is not None:
             status = provider()
             return await status if inspect.isawaitable(status) else status
@@ -85,6 +89,17 @@ class AdminApi:
             "processUptime": int((time.monotonic() - _STARTED) * 1000),
             "pid": os.getpid(),
         }
+
+    async def function_status(self, name: str, send: Send) -> None:
+        """Errors of a function in error (left out of `runtime.functions`, or whose listener has
+        not started); a function without errors answers ``{}``, as the host's FunctionStatus."""
+        errors = self.runtime.function_errors.of(name)
+        if errors:
+            await respond_json(send, 200, {"errors": errors})
+        elif self._function(name) is None:
+            await respond(send, 404)
+        else:
+            await respond_json(send, 200, {})
 
     async def function_keys(self, name: str, send: Send) -> None:
         function = self._function(name)
@@ -146,6 +161,6 @@ def _invocation_body(raw: bytes) -> dict[str, Any] | None:
         return None
     try:
         parsed = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than Python can parse
         return None
     return parsed if isinstance(parsed, dict) else None

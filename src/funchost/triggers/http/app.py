@@ -82,9 +82,9 @@ class FunctionsApp:
                 await send({"type": "websocket.close", "code": 1000})
             return
         path: str = scope["path"]
-        for prefix, mounted in self.runtime.services.get("http.mounts", ()):
-            if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
-                await mounted(scope, receive, send)
+        for mounted in self.runtime.services.http_mounts:
+            if mounted.matches(path):
+                await mounted.app(scope, receive, send)
                 return
         if self.custom_headers:
             send = self._with_custom_headers(send)

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal, InvalidOperation
 
 from funchost.errors import ConfigError
 
@@ -29,12 +30,23 @@ _DATETIME_FORMATS = (
 )
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
+INT64_DIGITS = 19  # significant digits of the largest .NET integer; more is out of range
+DECIMAL_MAX = Decimal(79228162514264337593543950335)  # System.Decimal.MaxValue
 
 
 def _integer(value: str, bounds: tuple[int, int]) -> int | None:
+    """The value as .NET's int/long TryParse reads it, None when it fails or is out of range.
+
+    Leading zeros are allowed in any number; a value with more significant digits than any
+    .NET integer is out of range without being converted (Python refuses to convert strings of
+    more than 4300 digits)."""
     if not _INT_RE.match(value):
         return None
-    number = int(value)
+    text = value.strip()
+    digits = text.lstrip("+-").lstrip("0") or "0"
+    if len(digits) > INT64_DIGITS:
+        return None
+    number = -int(digits) if text.startswith("-") else int(digits)
     return number if bounds[0] <= number <= bounds[1] else None
 
 
@@ -51,7 +63,12 @@ def _is_bool(value: str) -> bool:
 
 
 def _is_decimal(value: str) -> bool:
-    return bool(_DECIMAL_RE.match(value))
+    if not _DECIMAL_RE.match(value):
+        return False
+    try:  # decimal.TryParse fails (overflow) beyond System.Decimal's range
+        return Decimal(value.strip().replace(",", "")).copy_abs() <= DECIMAL_MAX
+    except InvalidOperation:
+        return False
 
 
 def _is_float(value: str) -> bool:
@@ -84,7 +101,7 @@ def _is_datetime(value: str) -> bool:
 
 def _length(value: str) -> int:
     """.NET string length counts UTF-16 code units."""
-    return len(value.encode("utf-16-le")) // 2
+    return len(value.encode("utf-16-le", "surrogatepass")) // 2
 
 
 @dataclass(frozen=True)

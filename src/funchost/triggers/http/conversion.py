@@ -48,10 +48,18 @@ class IncomingRequest:
 def join_headers(raw: RawHeaders) -> dict[str, str]:
     """One entry per lower-cased name; repeated headers joined with "," as .NET StringValues does."""
     headers: dict[str, str] = {}
+    repeated: dict[str, list[str]] = {}  # joined once at the end: linear in the number of headers
     for name_bytes, value_bytes in raw:
         name = name_bytes.decode("latin-1").lower()
         value = value_bytes.decode("latin-1")
-        headers[name] = f"{headers[name]},{value}" if name in headers else value
+        if name not in headers:
+            headers[name] = value
+        elif name in repeated:
+            repeated[name].append(value)
+        else:
+            repeated[name] = [headers[name], value]
+    for name, values in repeated.items():
+        headers[name] = ",".join(values)
     return headers
 
 
@@ -94,7 +102,7 @@ def _body_properties(request: IncomingRequest) -> dict[str, Any]:
         return {}
     try:
         parsed = json.loads(request.body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # the host's TryParse: a body it cannot read adds nothing
         return {}
     return parsed if isinstance(parsed, dict) else {}
 

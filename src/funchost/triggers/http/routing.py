@@ -334,7 +334,7 @@ def validate_route(function: FunctionSpec, others: Iterable[FunctionSpec]) -> No
     route = function_route(function)
     normalized = _normalized(route)
     if any(normalized.startswith(prefix) for prefix in RESERVED_PREFIXES):
-        raise ConfigError(BUILT_IN_CONFLICT, path=f"function '{function.name}' route '{route}'")
+        raise ConfigError(BUILT_IN_CONFLICT)  # the host's words, as the function's error
     RouteTemplate.parse(route)
     methods = function_methods(function)
     for other in others:
@@ -346,10 +346,7 @@ def validate_route(function: FunctionSpec, others: Iterable[FunctionSpec]) -> No
             continue
         other_methods = function_methods(other)
         if not methods or not other_methods or methods & other_methods:
-            raise ConfigError(
-                f"The route specified conflicts with the route defined by function '{other.name}'.",
-                path=f"function '{function.name}' route '{route}'",
-            )
+            raise ConfigError(f"The route specified conflicts with the route defined by function '{other.name}'.")
 
 
 class RouteTable:

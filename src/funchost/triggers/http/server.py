@@ -2,12 +2,15 @@
 
 `start()` returns once the socket listens; `stop()` is graceful: the listening socket closes
 (new connections are refused), idle keep-alive connections close, requests in flight finish and
-their responses are sent, admin-started invocations complete, then it returns.
+their responses are sent within the shutdown timeout (connections still open after it are
+closed), admin-started invocations complete, then it returns. Connections carry Kestrel's
+limits and timeouts (`protocol.py`), checked by uvicorn's once-a-second tick.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import Any
 
@@ -17,9 +20,26 @@ from funchost.errors import ConfigError
 from funchost.runtime.contracts import Runtime
 from funchost.triggers.http.app import FunctionsApp, create_asgi_app
 from funchost.triggers.http.keys import KeyStore
+from funchost.triggers.http.limits import ServerLimits
+from funchost.triggers.http.protocol import ConnectionBoard, GuardedHttpProtocol
 
 __all__ = ["HttpServer", "create_asgi_app"]
 log = logging.getLogger("funchost.http")
+STOP_POLL_SECONDS = 0.05
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server whose once-a-second tick (the Date header refresh) is also the
+    connections' heartbeat."""
+
+    def __init__(self, config: uvicorn.Config, board: ConnectionBoard) -> None:
+        super().__init__(config)
+        self.board = board
+
+    async def on_tick(self, counter: int) -> bool:
+        if counter % 10 == 0:
+            self.board.tick(asyncio.get_running_loop().time())
+        return await super().on_tick(counter)
 
 
 class HttpServer:
@@ -29,6 +49,8 @@ class HttpServer:
         self.host = host
         self.port = port
         self.app: FunctionsApp = create_asgi_app(runtime, keys)
+        self.limits = ServerLimits.from_settings(runtime.settings)
+        self.board: ConnectionBoard | None = None
         self._server: uvicorn.Server | None = None
         self._main: asyncio.Task[Any] | None = None
 
@@ -38,14 +60,17 @@ class HttpServer:
         return f"http://{host}:{self.port}"
 
     async def start(self) -> None:
+        board = self.board = ConnectionBoard(self.limits, asyncio.get_running_loop().time())
         config = uvicorn.Config(
             self.app, host=self.host, port=self.port, lifespan="off", log_level="warning",
             log_config=None,  # funchost configures logging; dictConfig would close its handlers
             access_log=False, server_header=False, date_header=True,
+            http=functools.partial(GuardedHttpProtocol, board=board),  # type: ignore[arg-type]
+            timeout_keep_alive=self.limits.keep_alive_timeout,  # type: ignore[arg-type]
         )
         if not config.loaded:
             config.load()
-        server = uvicorn.Server(config)
+        server = _Server(config, board)
         server.lifespan = config.lifespan_class(config)
         try:
             await server.startup()
@@ -67,5 +92,26 @@ class HttpServer:
         server.should_exit = True
         if self._main is not None:
             await self._main
-        await server.shutdown()
+        await self._shutdown(server)
         await self.app.admin.drain()
+
+    async def _shutdown(self, server: uvicorn.Server) -> None:
+        """uvicorn's shutdown, bounded: connections get the shutdown timeout to finish, then they
+        are closed (an application still reading a body gets http.disconnect)."""
+        for listener in server.servers:
+            listener.close()
+        board = self.board
+        assert board is not None
+        for connection in list(board.connections):
+            connection.shutdown()  # idle ones close now; busy ones close after their response
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.limits.shutdown_timeout
+        while board.connections and loop.time() < deadline:
+            await asyncio.sleep(STOP_POLL_SECONDS)
+        if board.connections:
+            log.warning("Closing %d HTTP connection(s) still open after the shutdown timeout of %gs.",
+                        len(board.connections), self.limits.shutdown_timeout)
+            board.abort_all()
+        tasks = server.server_state.tasks
+        while tasks:  # applications finish once they see the disconnect (functions: functionTimeout)
+            await asyncio.wait(list(tasks))

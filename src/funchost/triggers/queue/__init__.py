@@ -13,9 +13,9 @@ from typing import Any
 from funchost.errors import AppLoadError, ConfigError, InvalidInput, InvalidResourceName
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
-from funchost.runtime.contracts import Listener, Runtime
+from funchost.runtime.contracts import Listener, Runtime, TriggerSupport
+from funchost.storage.queue_rules import validate_queue_name
 from funchost.storage.queues import QueueMessage
-from funchost.storage.sqlite.queues import validate_queue_name
 from funchost.triggers.queue.listener import QueueListener
 from funchost.triggers.queue.messages import build_request, poison_queue_name
 from funchost.triggers.queue.options import QueuesOptions, receive_visibility
@@ -76,4 +76,4 @@ class QueueTriggerSupport:
         return build_request(function, message, text.encode("utf-8"), queue_name_of(function), now)
 
 
-SUPPORT = QueueTriggerSupport()
+SUPPORT: TriggerSupport = QueueTriggerSupport()

@@ -25,7 +25,9 @@ H = TypeVar("H")
 
 
 @dataclass(eq=False)
-class Hold(Generic[H]):
+class Renewal(Generic[H]):
+    """The renewal schedule of one item `VisibilityKeeper.hold` keeps invisible."""
+
     item: H
     due: float
     timing: LinearSpeedup
@@ -43,20 +45,20 @@ class VisibilityKeeper(Generic[H]):
         self._renew = renew
         self._interval = interval
         self._minimum = minimum
-        self._holds: dict[int, Hold[H]] = {}
+        self._holds: dict[int, Renewal[H]] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    def hold(self, item: H) -> Hold[H]:
+    def hold(self, item: H) -> Renewal[H]:
         """Start keeping `item` invisible; call `release()` when its processing is over."""
-        entry = Hold(item, self._clock.monotonic() + self._interval, LinearSpeedup(self._interval, self._minimum))
+        entry = Renewal(item, self._clock.monotonic() + self._interval, LinearSpeedup(self._interval, self._minimum))
         self._holds[id(entry)] = entry
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name=f"visibility:{self.name}")
         self._wake.set()
         return entry
 
-    async def release(self, entry: Hold[H]) -> None:
+    async def release(self, entry: Renewal[H]) -> None:
         """Stop renewing `entry`; waits for a renewal already in flight, so the caller completes
         the message with the latest pop receipt (as WebJobs awaits its timer's stop)."""
         entry.released = True
@@ -84,7 +86,7 @@ class VisibilityKeeper(Generic[H]):
             # New holds are never due before the earliest existing one, so this sleep is exact.
             await self._clock.sleep(min(entry.due for entry in self._holds.values()) - now)
 
-    async def _renew_one(self, entry: Hold[H]) -> None:
+    async def _renew_one(self, entry: Renewal[H]) -> None:
         entry.renewing = asyncio.get_running_loop().create_future()
         try:
             keep = await self._renew(entry.item)

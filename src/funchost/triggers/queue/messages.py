@@ -14,8 +14,8 @@ from funchost.errors import InvalidResourceName
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
 from funchost.invocation.metadata import LazyMetadata
+from funchost.storage.queue_rules import validate_queue_name
 from funchost.storage.queues import QueueMessage
-from funchost.storage.sqlite.queues import validate_queue_name
 
 POISON_SUFFIX = "-poison"
 # DateTimeOffset.MaxValue as Json.NET writes it.

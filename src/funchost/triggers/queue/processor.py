@@ -11,10 +11,10 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from funchost.errors import PopReceiptMismatch, QueueNotFound, ResourceConflict, ResourceNotFound
+from funchost.errors import PopReceiptMismatch, ResourceConflict, ResourceNotFound
 from funchost.indexing.spec import FunctionSpec
 from funchost.runtime.contracts import Runtime
-from funchost.runtime.signals import queue_topic
+from funchost.storage.queue_send import send_message
 from funchost.storage.queues import QueueMessage, QueueService
 from funchost.triggers.queue.keeper import VisibilityKeeper
 from funchost.triggers.queue.messages import UndecodableMessage, build_request, decode_text, encode_body
@@ -27,7 +27,7 @@ LOST = (PopReceiptMismatch, ResourceNotFound, ResourceConflict)
 
 
 @dataclass
-class _Held:
+class HeldMessage:
     """The message as we currently hold it: renewals replace the pop receipt."""
 
     message: QueueMessage
@@ -54,12 +54,12 @@ class QueueProcessor:
         self.options = options
         self.receive_visibility = receive_visibility
         interval, minimum = renewal_timing(receive_visibility)
-        self.keeper: VisibilityKeeper[_Held] = VisibilityKeeper(
+        self.keeper: VisibilityKeeper[HeldMessage] = VisibilityKeeper(
             f"queue '{queue}'", runtime.clock, self._renew, interval=interval, minimum=minimum)
 
     async def process(self, message: QueueMessage) -> None:
         """Run one received message to completion; never raises storage errors of a lost lease."""
-        held = _Held(message, message.pop_receipt or "", message.next_visible_time)
+        held = HeldMessage(message, message.pop_receipt or "", message.next_visible_time)
         try:
             body = decode_text(message.content, self.options.message_encoding)
         except UndecodableMessage:
@@ -92,7 +92,7 @@ class QueueProcessor:
 
     # -- storage steps ---------------------------------------------------------------------------
 
-    async def _renew(self, held: _Held) -> bool:
+    async def _renew(self, held: HeldMessage) -> bool:
         try:
             receipt = await self.service.update_message(
                 self.queue, held.message.id, held.pop_receipt, visibility_timeout=int(self.receive_visibility))
@@ -102,10 +102,8 @@ class QueueProcessor:
         held.next_visible = receipt.next_visible_time
         return True
 
-    async def _delete(self, held: _Held) -> None:
+    async def _delete(self, held: HeldMessage) -> None:
         faults = self.runtime.faults
-        if faults.enabled:
-            await faults.hit("queue.delete.before", queue=self.queue, id=held.message.id)
         try:
             await self.service.delete_message(self.queue, held.message.id, held.pop_receipt)
         except LOST as exc:
@@ -114,9 +112,8 @@ class QueueProcessor:
         if faults.enabled:
             await faults.hit("queue.delete.after", queue=self.queue, id=held.message.id)
 
-    async def _release(self, held: _Held) -> None:
+    async def _release(self, held: HeldMessage) -> None:
         faults = self.runtime.faults
-        await faults.hit("queue.update.before", queue=self.queue, id=held.message.id)
         try:
             receipt = await self.service.update_message(
                 self.queue, held.message.id, held.pop_receipt,
@@ -127,7 +124,7 @@ class QueueProcessor:
         held.pop_receipt = receipt.pop_receipt
         await faults.hit("queue.update.after", queue=self.queue, id=held.message.id)
 
-    async def _poison(self, held: _Held, body: bytes) -> None:
+    async def _poison(self, held: HeldMessage, body: bytes) -> None:
         if self.poison_queue is None:
             return  # nowhere to move it: it stays invisible until its visibility lapses
         log.warning("Message has reached MaxDequeueCount of %d. Moving message to queue '%s'.",
@@ -137,21 +134,4 @@ class QueueProcessor:
 
     async def _copy_to_poison(self, text: str) -> None:
         if self.poison_queue is not None:
-            await put_creating_queue(self.runtime, self.service, self.poison_queue, text)
-
-
-async def put_creating_queue(runtime: Runtime, service: QueueService, queue: str, text: str) -> QueueMessage:
-    """Put a message, creating the queue on 404 (AddMessageAndCreateIfNotExists), then wake local
-    listeners of that queue."""
-    await runtime.faults.hit("queue.put.before", queue=queue)
-    try:
-        message = await service.put_message(queue, text)
-    except QueueNotFound:
-        try:
-            await service.create_queue(queue)
-        except ResourceConflict:
-            pass  # created concurrently by someone else
-        message = await service.put_message(queue, text)
-    await runtime.faults.hit("queue.put.after", queue=queue, id=message.id)
-    runtime.signals.publish(queue_topic(service.account_name, queue))
-    return message
+            await send_message(self.service, self.poison_queue, text, faults=self.runtime.faults)

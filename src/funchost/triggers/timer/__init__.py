@@ -16,7 +16,7 @@ from typing import Any
 from funchost.errors import AppLoadError, ConfigError
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
-from funchost.runtime.contracts import Listener, Runtime
+from funchost.runtime.contracts import Listener, Runtime, TriggerSupport
 from funchost.triggers.timer.listener import TimerConfig, TimerListener, build_request, timer_info
 from funchost.triggers.timer.monitor import ScheduleMonitor
 from funchost.triggers.timer.schedule import Schedule, ScheduleError, effective_use_monitor, parse_schedule
@@ -107,4 +107,4 @@ class TimerSupport:
         return request
 
 
-SUPPORT = TimerSupport()
+SUPPORT: TriggerSupport = TimerSupport()

@@ -11,41 +11,45 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 from funchost.eventgrid.auth import AuthError, authorize
 from funchost.eventgrid.destinations import invoke_each
 from funchost.eventgrid.schema import MAX_BODY_BYTES, PublishError, too_large
+from funchost.runtime.services import HostServices, HttpMount
+from funchost.triggers.http.asgi import (
+    BodyTooLarge,
+    ClientGone,
+    Receive,
+    Scope,
+    Send,
+    read_body,
+    respond,
+    respond_json,
+)
 
 if TYPE_CHECKING:
     from funchost.eventgrid.service import EventGridService
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-
 TOPICS_PREFIX = "/eventgrid"
 WEBHOOK_PREFIXES = ("/runtime/webhooks/eventgrid", "/runtime/webhooks/EventGrid")
 EVENTGRID_SYSTEM_KEY = "eventgrid_extension"
+WEBHOOK_BODY_LIMIT = 100 * 1024 * 1024  # the host's request body limit
+_TEXT = [(b"content-type", b"text/plain; charset=utf-8")]
 
 
 def topic_path(topic: str) -> str:
     return f"{TOPICS_PREFIX}/topics/{topic}/api/events"
 
 
-async def respond(send: Send, status: int, body: bytes = b"", content_type: str = "application/json") -> None:
-    headers = [(b"content-length", str(len(body)).encode())]
-    if body:
-        headers.append((b"content-type", content_type.encode()))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
 async def respond_error(send: Send, status: int, code: str, message: str) -> None:
-    body = {"error": {"code": code, "message": message}}
-    await respond(send, status, json.dumps(body).encode())
+    await respond_json(send, status, {"error": {"code": code, "message": message}})
+
+
+async def respond_text(send: Send, status: int, text: str) -> None:
+    await respond(send, status, text.encode(), _TEXT)
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -54,23 +58,6 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 def _query(scope: Scope) -> dict[str, str]:
     return dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
-
-
-async def read_limited(receive: Receive, limit: int) -> bytes | None:
-    """The body, or None once it passes `limit` bytes (the rest is not buffered)."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return b"".join(chunks)
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
 
 
 class TopicEndpoints:
@@ -98,15 +85,18 @@ class TopicEndpoints:
         except AuthError as exc:
             await respond_error(send, 401, "Unauthorized", str(exc))
             return
-        body = await read_limited(receive, MAX_BODY_BYTES)
-        if body is None:
+        try:
+            body = await read_body(scope, receive, MAX_BODY_BYTES)
+        except BodyTooLarge:
             error = too_large("The request body", MAX_BODY_BYTES + 1)
-            await respond(send, error.status, json.dumps(error.body()).encode())
+            await respond_json(send, error.status, error.body())
+            return
+        except ClientGone:
             return
         try:
             await self.service.publish_body(topic.name, body, headers.get("content-type"))
         except PublishError as exc:
-            await respond(send, exc.status, json.dumps(exc.body()).encode())
+            await respond_json(send, exc.status, exc.body())
             return
         await respond(send, 200)
 
@@ -128,39 +118,49 @@ class FunctionWebhook:
         name = query.get("functionName") or ""
         function = runtime.functions.get(name)
         if function is None or function.trigger_type != "eventGridTrigger":
-            await respond(send, 404, f"cannot find function: '{name}'".encode(), "text/plain; charset=utf-8")
+            await respond_text(send, 404, f"cannot find function: '{name}'")
             return
         kind = headers.get("aeg-event-type", "").lower()
-        body = await read_limited(receive, 100 * 1024 * 1024) or b""
+        try:
+            body = await read_body(scope, receive, WEBHOOK_BODY_LIMIT)
+        except BodyTooLarge:
+            await respond(send, 413)
+            return
+        except ClientGone:
+            return
+        # A body the extension cannot read throws there (500 from the host); funchost answers 400
+        # with the reason, since the request is at fault (docs/deviations.md).
         if kind == "subscriptionvalidation":
             try:
                 code = _validation_code(json.loads(body))
-            except (ValueError, KeyError, IndexError, TypeError) as exc:
-                await respond(send, 500, f"invalid validation request: {exc}".encode(), "text/plain; charset=utf-8")
+            except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
+                await _bad_request(send, f"invalid validation request: {_reason(exc)}")
                 return
-            await respond(send, 200, json.dumps({"validationResponse": code}).encode())
+            await respond_json(send, 200, {"validationResponse": code})
             return
         if kind == "notification":
             try:
                 payload = json.loads(body)
-            except ValueError as exc:
-                await respond(send, 500, f"invalid JSON: {exc}".encode(), "text/plain; charset=utf-8")
+            except (ValueError, RecursionError) as exc:
+                await _bad_request(send, f"invalid JSON: {_reason(exc)}")
                 return
             events = payload if isinstance(payload, list) else [payload] if isinstance(payload, dict) else None
             if events is None:
-                await respond(send, 500, b"The request content should be parseable into a JSON object or array.",
-                              "text/plain; charset=utf-8")
+                await _bad_request(send, "The request content should be parseable into a JSON object or array.")
+                return
+            if not all(isinstance(event, dict) for event in events):
+                await _bad_request(send, "Each event must be a JSON object.")
                 return
             ok, message = await invoke_each(runtime.invoker, function, events, runtime.clock.now())
             if ok:
                 await respond(send, 202)
             else:
-                await respond(send, 500, message.encode(), "text/plain; charset=utf-8")
+                await respond_text(send, 500, message)
             return
         await respond(send, 202 if kind == "unsubscribe" else 400)
 
     def _authorized(self, headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
-        keys = self.service.runtime.services.get("http.keys")
+        keys = self.service.runtime.services.keys
         if keys is None:  # no HTTP key store (in-process tests): nothing to check against
             return True
         keys.system_key(EVENTGRID_SYSTEM_KEY)  # created on first use, as the host does
@@ -170,6 +170,14 @@ class FunctionWebhook:
         match = keys.resolve(presented)
         level = getattr(match.level, "name", "")
         return level == "ADMIN" or (level == "SYSTEM" and match.key_name == EVENTGRID_SYSTEM_KEY)
+
+
+async def _bad_request(send: Send, message: str) -> None:
+    await respond(send, 400, message.encode("utf-8", "backslashreplace"), _TEXT)
+
+
+def _reason(exc: BaseException) -> str:
+    return "nested too deeply" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {exc}"
 
 
 def _validation_code(payload: Any) -> str:
@@ -183,10 +191,9 @@ def _validation_code(payload: Any) -> str:
     raise TypeError("The request content should be parseable into a JSON object or array.")
 
 
-def mount(service: EventGridService, mounts: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    added: list[tuple[str, Any]] = [(TOPICS_PREFIX, TopicEndpoints(service))]
+def mount(service: EventGridService, services: HostServices) -> list[HttpMount]:
+    """The topic endpoints and the extension's webhook on the host's port."""
     webhook = FunctionWebhook(service)
-    added += [(prefix, webhook) for prefix in WEBHOOK_PREFIXES]
-    mounts.extend(added)
-    return added
+    return [services.mount(TOPICS_PREFIX, TopicEndpoints(service)),
+            *(services.mount(prefix, webhook) for prefix in WEBHOOK_PREFIXES)]
 

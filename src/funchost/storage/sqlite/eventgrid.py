@@ -1,11 +1,9 @@
-"""Durable Event Grid state in ``<data>/eventgrid/eventgrid.db``.
+"""The Event Grid store on embedded SQLite: ``<data>/eventgrid/eventgrid.db``.
 
-Accepted events and one delivery row per (event, matching subscription) are written in one
-transaction before the publisher gets its 200, so nothing accepted is lost across a restart.
-Delivery rows move ``pending`` -> ``delivered`` | ``deadlettering`` -> ``deadlettered`` | ``dropped``.
-Several hosts may share the file: a host takes due rows by writing its owner id and a lease
-expiry in the same ``BEGIN IMMEDIATE`` transaction that selects them, and every later update
-requires that it still holds the lease, so no row is ever delivered by two hosts at once.
+Events and their delivery rows are written in one transaction; a host takes due rows by writing
+its owner id and a lease expiry in the same ``BEGIN IMMEDIATE`` transaction that selects them,
+and every later update requires that it still holds the lease, so hosts sharing the file never
+deliver a row twice (the contract is `funchost.storage.eventgrid`).
 """
 
 from __future__ import annotations
@@ -13,20 +11,19 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from funchost.storage.eventgrid import (
+    DEADLETTERING,
+    PENDING,
+    DeliveryRow,
+    NewEvent,
+    SubscriptionStats,
+)
 from funchost.storage.sqlite.db import SqliteDatabase
 
 DB_FILE = "eventgrid.db"
-
-PENDING = "pending"
-DEADLETTERING = "deadlettering"  # given up; waiting to be written to the dead-letter container
-DELIVERED = "delivered"
-DEADLETTERED = "deadlettered"
-DROPPED = "dropped"
-FINAL_STATES = (DELIVERED, DEADLETTERED, DROPPED)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -68,56 +65,7 @@ CREATE TABLE IF NOT EXISTS validations (
 """
 
 
-@dataclass(frozen=True)
-class Target:
-    """A subscription an event matched, with its retry limits."""
-
-    subscription: str
-    max_attempts: int
-    ttl_seconds: float
-
-
-@dataclass(frozen=True)
-class NewEvent:
-    event: dict[str, Any]
-    targets: tuple[Target, ...]
-
-
-@dataclass(frozen=True)
-class DeliveryRow:
-    id: int
-    subscription: str
-    event_seq: int
-    topic: str
-    schema: str
-    event: dict[str, Any]
-    size: int
-    published: float
-    state: str
-    attempts: int
-    max_attempts: int
-    next_attempt: float
-    expires: float
-    last_outcome: str | None
-    last_status: int | None
-    last_attempt: float | None
-    reason: str | None
-    gave_up: float | None
-
-
-@dataclass(frozen=True)
-class SubscriptionStats:
-    subscription: str
-    delivered: int = 0
-    pending: int = 0
-    deadlettering: int = 0
-    deadlettered: int = 0
-    dropped: int = 0
-    next_attempt: float | None = None
-    retrying: int = 0  # pending rows that have failed at least once
-
-
-class EventStore:
+class SqliteEventStore:
     def __init__(self, directory: Path) -> None:
         self.db = SqliteDatabase(Path(directory) / DB_FILE, SCHEMA, name="eventgrid")
 
@@ -135,9 +83,6 @@ class EventStore:
         change exactly once. Returns False when the cursor had moved.
         """
         return await self.db.write(lambda conn: _append(conn, topic, schema, events, now, cursor))
-
-    def append_sync(self, topic: str, schema: str, events: Sequence[NewEvent], now: float) -> bool:
-        return self.db.write_sync(lambda conn: _append(conn, topic, schema, events, now, None))
 
     async def get_cursor(self, name: str) -> str | None:
         def run(conn: sqlite3.Connection) -> str | None:
@@ -214,9 +159,6 @@ class EventStore:
 
     async def stats(self) -> list[SubscriptionStats]:
         return await self.db.read(_stats)
-
-    def stats_sync(self) -> list[SubscriptionStats]:
-        return self.db.call(_stats)
 
     async def deliveries(self, subscription: str | None = None) -> list[DeliveryRow]:
         def run(conn: sqlite3.Connection) -> list[DeliveryRow]:

@@ -1,0 +1,86 @@
+"""The two log lines of every invocation attempt, as the Functions host writes them.
+
+    Executing 'Functions.<name>' (Reason='<reason>', Id=<invocation id>)
+    Executed 'Functions.<name>' (Succeeded, Id=<invocation id>, Duration=<n>ms)
+
+A failure adds the exception and its stack. Records go to the ``funchost.results`` logger with
+structured fields (``event``: FunctionStarted / FunctionCompleted / FunctionFailed).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from typing import Any
+
+from funchost.invocation.contracts import InvocationRequest, InvocationResult
+from funchost.invocation.middleware import CallNext, Invocation
+from funchost.invocation.plan import InvocationPlan
+
+results_log = logging.getLogger("funchost.results")
+
+
+async def log_invocation(invocation: Invocation, call_next: CallNext) -> InvocationResult:
+    if results_log.isEnabledFor(logging.INFO):
+        _log_executing(invocation.plan, invocation.request)
+    result = await call_next(invocation)
+    _log_executed(invocation.plan, invocation.request, result)
+    return result
+
+
+def _log_executing(plan: InvocationPlan, request: InvocationRequest) -> None:
+    details = request.details
+    _emit(logging.INFO, f"{plan.executing_prefix}{request.reason}', Id={request.invocation_id})", {
+        "event": "FunctionStarted", "function": plan.function.name, "invocation_id": request.invocation_id,
+        "reason": request.reason, "details": details if type(details) is dict else dict(details)})
+
+
+def _log_executed(plan: InvocationPlan, request: InvocationRequest, result: InvocationResult) -> None:
+    name = plan.function.name
+    duration = result.duration_ms
+    if result.succeeded:
+        if results_log.isEnabledFor(logging.INFO):
+            _emit(logging.INFO,
+                  f"{plan.executed_prefix}Succeeded, Id={request.invocation_id}, Duration={round(duration)}ms)",
+                  {"event": "FunctionCompleted", "function": name, "invocation_id": request.invocation_id,
+                   "succeeded": True, "duration_ms": round(duration, 3)})
+        return
+    error = result.error
+    message = result.error_message
+    results_log.error("Executed 'Functions.%s' (%s, Id=%s, Duration=%dms)",
+                      name, "Failed", request.invocation_id, round(duration),
+                      extra={"event": "FunctionCompleted", "function": name,
+                             "invocation_id": request.invocation_id, "succeeded": False,
+                             "duration_ms": round(duration, 3), "error": message})
+    if error is not None:
+        detail = "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip()
+        results_log.error("Result: Failure\nException: %s\nStack: %s", message, detail,
+                          extra={"event": "FunctionFailed", "function": name,
+                                 "invocation_id": request.invocation_id, "error": message})
+
+
+_RECORD_BASE: dict[str, Any] = {}
+
+
+def _emit(level: int, message: str, fields: dict[str, Any]) -> None:
+    """`results_log.log(level, message, extra=fields)` for the two lines of every invocation,
+    without LogRecord's per-call work that console lines never show (source file, thread and
+    process names): the message is already formatted and the caller has checked the level."""
+    if not _RECORD_BASE:
+        template = logging.LogRecord(results_log.name, logging.INFO, "(unknown file)", 0, "", (), None)
+        _RECORD_BASE.update(vars(template))
+    now = time.time()
+    record = logging.LogRecord.__new__(logging.LogRecord)
+    values = record.__dict__
+    values.update(_RECORD_BASE)
+    values.update(fields)
+    values["msg"] = message
+    values["levelno"] = level
+    values["levelname"] = logging.getLevelName(level)
+    values["created"] = now
+    values["msecs"] = int((now - int(now)) * 1000) + 0.0
+    values["relativeCreated"] = (now - logging._startTime) * 1000  # type: ignore[attr-defined]
+    values["thread"] = threading.get_ident()
+    results_log.handle(record)

@@ -1,0 +1,78 @@
+"""The small pieces around the user function's call: activity, fault points, functionTimeout.
+
+They sit below binding in the executor's chain (see `middleware`), so a failure is an exception
+that binding turns into the attempt's failed result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+
+from funchost.clock import Clock
+from funchost.errors import FunctionTimeoutError
+from funchost.invocation.contracts import InvocationResult
+from funchost.invocation.middleware import CallNext, Invocation
+from funchost.runtime import activity
+from funchost.runtime.faults import FaultInjector
+
+
+async def track_activity(invocation: Invocation, call_next: CallNext) -> InvocationResult:
+    """Mark the function running while it runs (the test harness waits for it to finish)."""
+    invocation_id = invocation.request.invocation_id
+    activity.function_started(invocation_id)
+    try:
+        return await call_next(invocation)
+    finally:
+        activity.function_finished(invocation_id)
+
+
+class FaultPoints:
+    """``function.before`` / ``function.after`` around the user function (nothing while no
+    fault is armed: the call goes straight on)."""
+
+    def __init__(self, faults: FaultInjector) -> None:
+        self.faults = faults
+
+    def __call__(self, invocation: Invocation, call_next: CallNext) -> Awaitable[InvocationResult]:
+        if not self.faults.enabled:
+            return call_next(invocation)
+        return self._around(invocation, call_next)
+
+    async def _around(self, invocation: Invocation, call_next: CallNext) -> InvocationResult:
+        details = {"function": invocation.plan.function.name, "invocation_id": invocation.request.invocation_id}
+        await self.faults.hit("function.before", **details)
+        result = await call_next(invocation)
+        await self.faults.hit("function.after", **details)
+        return result
+
+
+class FunctionTimeout:
+    """host.json ``functionTimeout`` on the call itself (argument binding and outputs excluded).
+
+    An async function is cancelled; a sync function's thread cannot be interrupted, so its
+    invocation fails and the thread finishes on its own, as in the Python worker.
+    """
+
+    def __init__(self, clock: Clock, seconds: float) -> None:
+        self.clock = clock
+        self.seconds = seconds
+
+    async def __call__(self, invocation: Invocation, call_next: CallNext) -> InvocationResult:
+        deadline = self.clock.timeout(self.seconds)
+        try:
+            async with deadline:
+                return await call_next(invocation)
+        except TimeoutError:
+            if not deadline.expired():  # type: ignore[attr-defined]
+                raise  # the function's own TimeoutError
+            raise FunctionTimeoutError(
+                f"Timeout value of {format_delay(self.seconds)} was exceeded by function: "
+                f"Functions.{invocation.plan.function.name}"
+            ) from None
+
+
+def format_delay(seconds: float) -> str:
+    """A TimeSpan as .NET prints it: 00:05:00, 00:00:01.5."""
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{int(h):02d}:{int(m):02d}:{s:06.3f}".rstrip("0").rstrip(".")

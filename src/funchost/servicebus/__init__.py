@@ -1,0 +1,1 @@
+"""Service Bus as the host sees it: namespaces (embedded or real), entity declarations."""

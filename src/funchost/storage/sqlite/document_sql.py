@@ -1,0 +1,375 @@
+"""The SQL of the embedded document store: statements run inside the store's transactions.
+
+Each function takes the transaction's connection (and the clock's `now` where time matters);
+`SqliteDocumentStore` runs one of them per call of the `DocumentStore` Protocol.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import hashlib
+import json
+import os
+import sqlite3
+import uuid
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from funchost.documents.exceptions import (
+    CosmosAccessConditionFailedError,
+    CosmosBadRequestError,
+    CosmosResourceExistsError,
+    CosmosResourceNotFoundError,
+)
+from funchost.storage.documents import ContainerInfo, FeedPage, PartitionRange
+
+MAX_PARTITIONS = 64
+HASH_SPACE = 1 << 16
+UNDEFINED_PK = "\x00undefined"  # an item without a value at the partition key path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS databases (
+    name TEXT PRIMARY KEY, rid TEXT NOT NULL, ts INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS containers (
+    db TEXT NOT NULL, name TEXT NOT NULL, rid TEXT NOT NULL, pk_path TEXT NOT NULL,
+    partitions INTEGER NOT NULL, default_ttl INTEGER, ts INTEGER NOT NULL,
+    PRIMARY KEY (db, name));
+CREATE TABLE IF NOT EXISTS partitions (
+    db TEXT NOT NULL, container TEXT NOT NULL, pid INTEGER NOT NULL, lsn INTEGER NOT NULL,
+    PRIMARY KEY (db, container, pid));
+CREATE TABLE IF NOT EXISTS items (
+    db TEXT NOT NULL, container TEXT NOT NULL, pk TEXT NOT NULL, id TEXT NOT NULL,
+    pid INTEGER NOT NULL, lsn INTEGER NOT NULL, modified REAL NOT NULL, expires REAL,
+    body TEXT NOT NULL, PRIMARY KEY (db, container, pk, id));
+CREATE INDEX IF NOT EXISTS items_feed ON items (db, container, pid, lsn);
+CREATE INDEX IF NOT EXISTS items_id ON items (db, container, id)
+"""
+
+
+# -- hashing ---------------------------------------------------------------------------------------
+
+
+def _boundaries(partitions: int) -> list[int]:
+    return [i * HASH_SPACE // partitions for i in range(partitions)]
+
+
+def partition_ranges(partitions: int) -> list[PartitionRange]:
+    """Physical partition `i` holds effective partition keys (hex) from `min` up to `max`."""
+    ranges = []
+    for index in range(partitions):
+        low = "" if index == 0 else f"{index * HASH_SPACE // partitions:04X}"
+        high = "FF" if index == partitions - 1 else f"{(index + 1) * HASH_SPACE // partitions:04X}"
+        ranges.append(PartitionRange(index, low, high))
+    return ranges
+
+
+def pk_key(value: Any) -> str:
+    """The stored form of a partition key value (stable across processes and runs)."""
+    if value is UNDEFINED_PK:
+        return str(UNDEFINED_PK)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def partition_of(pk: str, partitions: int) -> int:
+    """Stable hash of the partition key value onto the physical partitions (sha256, 16 bits)."""
+    epk = int.from_bytes(hashlib.sha256(pk.encode("utf-8")).digest()[:2], "big")
+    return bisect.bisect_right(_boundaries(partitions), epk) - 1
+
+
+def pk_value(body: Mapping[str, Any], path: str) -> Any:
+    node: Any = body
+    for part in [p for p in path.split("/") if p]:
+        if not isinstance(node, Mapping) or part not in node:
+            return UNDEFINED_PK
+        node = node[part]
+    return node
+
+
+def _rid(nbytes: int, prefix: bytes = b"") -> str:
+    return base64.b64encode(prefix + os.urandom(nbytes)).decode("ascii")
+
+
+def new_etag() -> str:
+    return f'"{uuid.uuid4()}"'
+
+
+# -- databases -------------------------------------------------------------------------------------
+
+
+def create_database(conn: sqlite3.Connection, name: str, exist_ok: bool, now: float) -> dict[str, Any]:
+    row = conn.execute("SELECT rid, ts FROM databases WHERE name = ?", (name,)).fetchone()
+    if row is not None:
+        if not exist_ok:
+            raise CosmosResourceExistsError(f"database '{name}' already exists")
+        return {"id": name, "_rid": row["rid"], "_ts": row["ts"]}
+    rid = _rid(4)
+    conn.execute("INSERT INTO databases (name, rid, ts) VALUES (?, ?, ?)", (name, rid, int(now)))
+    return {"id": name, "_rid": rid, "_ts": int(now)}
+
+
+def get_database(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
+    row = conn.execute("SELECT rid, ts FROM databases WHERE name = ?", (name,)).fetchone()
+    if row is None:
+        raise CosmosResourceNotFoundError(f"database '{name}' does not exist")
+    return {"id": name, "_rid": row["rid"], "_ts": row["ts"]}
+
+
+def list_databases(conn: sqlite3.Connection) -> list[str]:
+    return [r["name"] for r in conn.execute("SELECT name FROM databases ORDER BY name")]
+
+
+def delete_database(conn: sqlite3.Connection, name: str) -> None:
+    get_database(conn, name)
+    for table, column in (("items", "db"), ("partitions", "db"), ("containers", "db"), ("databases", "name")):
+        conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (name,))
+
+
+# -- containers ------------------------------------------------------------------------------------
+
+
+def create_container(conn: sqlite3.Connection, database: str, name: str, *, partition_key_path: str,
+                     partitions: int, default_ttl: int | None, exist_ok: bool, now: float) -> ContainerInfo:
+    if not 1 <= partitions <= MAX_PARTITIONS:
+        raise CosmosBadRequestError(f"partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
+    db = get_database(conn, database)
+    existing = _container_row(conn, database, name)
+    if existing is not None:
+        if not exist_ok:
+            raise CosmosResourceExistsError(f"container '{name}' already exists in database '{database}'")
+        return _info(existing, db["_rid"])
+    rid = _rid(4, base64.b64decode(db["_rid"]))
+    conn.execute(
+        "INSERT INTO containers (db, name, rid, pk_path, partitions, default_ttl, ts) VALUES (?,?,?,?,?,?,?)",
+        (database, name, rid, partition_key_path, partitions, default_ttl, int(now)),
+    )
+    conn.executemany(
+        "INSERT INTO partitions (db, container, pid, lsn) VALUES (?, ?, ?, 0)",
+        [(database, name, pid) for pid in range(partitions)],
+    )
+    return get_container(conn, database, name)
+
+
+def _container_row(conn: sqlite3.Connection, database: str, name: str) -> sqlite3.Row | None:
+    return conn.execute(  # type: ignore[no-any-return]
+        "SELECT * FROM containers WHERE db = ? AND name = ?", (database, name)
+    ).fetchone()
+
+
+def _info(row: sqlite3.Row, db_rid: str) -> ContainerInfo:
+    return ContainerInfo(row["db"], row["name"], row["rid"], db_rid, row["pk_path"], row["partitions"],
+                         row["default_ttl"])
+
+
+def get_container(conn: sqlite3.Connection, database: str, name: str) -> ContainerInfo:
+    db = get_database(conn, database)
+    row = _container_row(conn, database, name)
+    if row is None:
+        raise CosmosResourceNotFoundError(f"container '{name}' does not exist in database '{database}'")
+    return _info(row, db["_rid"])
+
+
+def list_containers(conn: sqlite3.Connection, database: str) -> list[ContainerInfo]:
+    db = get_database(conn, database)
+    rows = conn.execute("SELECT * FROM containers WHERE db = ? ORDER BY name", (database,))
+    return [_info(r, db["_rid"]) for r in rows]
+
+
+def delete_container(conn: sqlite3.Connection, database: str, name: str) -> None:
+    get_container(conn, database, name)
+    for table in ("items", "partitions"):
+        conn.execute(f"DELETE FROM {table} WHERE db = ? AND container = ?", (database, name))
+    conn.execute("DELETE FROM containers WHERE db = ? AND name = ?", (database, name))
+
+
+# -- items -----------------------------------------------------------------------------------------
+
+
+def _live(conn: sqlite3.Connection, c: ContainerInfo, pk: str, item_id: str, now: float) -> sqlite3.Row | None:
+    row = conn.execute(
+        "SELECT * FROM items WHERE db = ? AND container = ? AND pk = ? AND id = ?",
+        (c.database, c.name, pk, item_id),
+    ).fetchone()
+    if row is not None and row["expires"] is not None and row["expires"] <= now:
+        conn.execute("DELETE FROM items WHERE db = ? AND container = ? AND pk = ? AND id = ?",
+                     (c.database, c.name, pk, item_id))
+        return None
+    return row  # type: ignore[no-any-return]
+
+
+def _next_lsn(conn: sqlite3.Connection, c: ContainerInfo, pid: int) -> int:
+    row = conn.execute(
+        "UPDATE partitions SET lsn = lsn + 1 WHERE db = ? AND container = ? AND pid = ? RETURNING lsn",
+        (c.database, c.name, pid),
+    ).fetchone()
+    return int(row["lsn"])
+
+
+def _expiry(c: ContainerInfo, body: Mapping[str, Any], now: float) -> float | None:
+    if c.default_ttl is None:
+        return None  # TTL off for the container: an item's "ttl" means nothing
+    ttl = body.get("ttl", c.default_ttl)
+    if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl <= 0:
+        return None  # -1 (or absent with default -1): never expires
+    return now + ttl
+
+
+def _write(conn: sqlite3.Connection, c: ContainerInfo, body: Mapping[str, Any], previous: sqlite3.Row | None,
+           now: float) -> dict[str, Any]:
+    item_id = str(body["id"])
+    pk = pk_key(pk_value(body, c.partition_key_path))
+    pid = partition_of(pk, c.partitions)
+    lsn = _next_lsn(conn, c, pid)
+    stored = {k: v for k, v in body.items() if k not in ("_rid", "_self", "_etag", "_attachments", "_ts", "_lsn")}
+    rid = json.loads(previous["body"])["_rid"] if previous is not None else _rid(8, base64.b64decode(c.rid))
+    stored.update({
+        "_rid": rid,
+        "_self": f"dbs/{c.database_rid}/colls/{c.rid}/docs/{rid}/",
+        "_etag": new_etag(),
+        "_attachments": "attachments/",
+        "_ts": int(now),
+    })
+    conn.execute(
+        "INSERT OR REPLACE INTO items (db, container, pk, id, pid, lsn, modified, expires, body) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (c.database, c.name, pk, item_id, pid, lsn, now, _expiry(c, stored, now), json.dumps(stored)),
+    )
+    return stored
+
+
+def _locate(conn: sqlite3.Connection, database: str, container: str, body: Mapping[str, Any],
+            now: float) -> tuple[ContainerInfo, sqlite3.Row | None]:
+    c = get_container(conn, database, container)
+    pk = pk_key(pk_value(body, c.partition_key_path))
+    return c, _live(conn, c, pk, str(body.get("id")), now)
+
+
+def _check_etag(existing: sqlite3.Row | None, if_match: str | None, item_id: Any) -> None:
+    if if_match is None:
+        return
+    current = json.loads(existing["body"])["_etag"] if existing is not None else None
+    if current != if_match:
+        raise CosmosAccessConditionFailedError(f"the etag of item '{item_id}' does not match")
+
+
+def create_item(conn: sqlite3.Connection, database: str, container: str, body: Mapping[str, Any],
+                now: float) -> dict[str, Any]:
+    c, existing = _locate(conn, database, container, body, now)
+    if existing is not None:
+        raise CosmosResourceExistsError(f"an item with id '{body.get('id')}' already exists")
+    return _write(conn, c, body, None, now)
+
+
+def upsert_item(conn: sqlite3.Connection, database: str, container: str, body: Mapping[str, Any],
+                if_match: str | None, now: float) -> dict[str, Any]:
+    c, existing = _locate(conn, database, container, body, now)
+    _check_etag(existing, if_match, body.get("id"))
+    return _write(conn, c, body, existing, now)
+
+
+def replace_item(conn: sqlite3.Connection, database: str, container: str, item_id: str, body: Mapping[str, Any],
+                 if_match: str | None, now: float) -> dict[str, Any]:
+    c, existing = _locate(conn, database, container, body, now)
+    if existing is None:
+        raise CosmosResourceNotFoundError(f"item '{item_id}' does not exist")
+    _check_etag(existing, if_match, item_id)
+    return _write(conn, c, body, existing, now)
+
+
+def read_item(conn: sqlite3.Connection, database: str, container: str, item_id: str, partition_key: Any,
+              now: float) -> dict[str, Any]:
+    c = get_container(conn, database, container)
+    row = _live(conn, c, pk_key(partition_key), item_id, now)
+    if row is None:
+        raise CosmosResourceNotFoundError(f"item '{item_id}' does not exist")
+    return json.loads(row["body"])  # type: ignore[no-any-return]
+
+
+def delete_item(conn: sqlite3.Connection, database: str, container: str, item_id: str, partition_key: Any,
+                if_match: str | None, now: float) -> None:
+    c = get_container(conn, database, container)
+    pk = pk_key(partition_key)
+    row = _live(conn, c, pk, item_id, now)
+    if row is None:
+        raise CosmosResourceNotFoundError(f"item '{item_id}' does not exist")
+    _check_etag(row, if_match, item_id)
+    _next_lsn(conn, c, row["pid"])  # a delete is a write: the partition's LSN moves
+    conn.execute("DELETE FROM items WHERE db = ? AND container = ? AND pk = ? AND id = ?",
+                 (database, container, pk, item_id))
+
+
+def query_items(conn: sqlite3.Connection, database: str, container: str, *, equals: Mapping[str, Any] | None,
+                id_prefix: str | None, partition_key: Any, has_partition_key: bool,
+                now: float) -> list[dict[str, Any]]:
+    get_container(conn, database, container)
+    sql = "SELECT body, expires FROM items WHERE db = ? AND container = ?"
+    args: list[Any] = [database, container]
+    if has_partition_key:
+        sql += " AND pk = ?"
+        args.append(pk_key(partition_key))
+    if id_prefix is not None:
+        sql += " AND substr(id, 1, ?) = ?"
+        args += [len(id_prefix), id_prefix]
+    out = []
+    for row in conn.execute(sql + " ORDER BY pid, lsn", args):
+        if row["expires"] is not None and row["expires"] <= now:
+            continue
+        body = json.loads(row["body"])
+        if all(_path_get(body, path) == value for path, value in (equals or {}).items()):
+            out.append(body)
+    return out
+
+
+def _path_get(body: Mapping[str, Any], path: str) -> Any:
+    node: Any = body
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+# -- change feed -----------------------------------------------------------------------------------
+
+
+def latest_lsn(conn: sqlite3.Connection, database: str, container: str, pid: int) -> int:
+    row = conn.execute("SELECT lsn FROM partitions WHERE db = ? AND container = ? AND pid = ?",
+                       (database, container, pid)).fetchone()
+    if row is None:
+        raise CosmosResourceNotFoundError(f"partition {pid} of '{container}' does not exist")
+    return int(row["lsn"])
+
+
+def read_feed(conn: sqlite3.Connection, database: str, container: str, pid: int, *, after_lsn: int | None,
+              start_time: datetime | None, max_items: int | None, now: float) -> FeedPage:
+    get_container(conn, database, container)
+    latest = latest_lsn(conn, database, container, pid)
+    if after_lsn is None and start_time is None:
+        return FeedPage([], latest, False, latest)
+    sql = "SELECT body, lsn, expires FROM items WHERE db = ? AND container = ? AND pid = ?"
+    args: list[Any] = [database, container, pid]
+    if after_lsn is not None:
+        sql += " AND lsn > ?"
+        args.append(after_lsn)
+    elif start_time is not None and start_time.year > 1:
+        sql += " AND modified >= ?"
+        args.append(start_time.timestamp())
+    sql += " ORDER BY lsn"
+    limit = max_items if max_items and max_items > 0 else None
+    items: list[dict[str, Any]] = []
+    last = after_lsn if after_lsn is not None else latest
+    has_more = False
+    for row in conn.execute(sql, args):
+        if limit is not None and len(items) >= limit:
+            has_more = True
+            break
+        if row["expires"] is not None and row["expires"] <= now:
+            continue  # TTL expirations are not in the LatestVersion feed
+        item = json.loads(row["body"])
+        item["_lsn"] = row["lsn"]
+        items.append(item)
+        last = row["lsn"]
+    if not has_more:
+        last = latest  # everything up to the partition's LSN has been seen
+    return FeedPage(items, last, has_more, latest)
