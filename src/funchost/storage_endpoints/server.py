@@ -16,9 +16,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
-import os
 import socket
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +28,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from funchost.clock import Clock
 from funchost.errors import ConfigError
+from funchost.private_files import create_private_file
 from funchost.settings.connections import DEVSTORE_ACCOUNT
 from funchost.storage_endpoints.accounts import Accounts
 from funchost.storage_endpoints.app import IDENTITY_PATH, AccountStorage, StorageApp
@@ -67,22 +66,11 @@ def parse_setting(value: str | None, *, host: str = "127.0.0.1") -> EndpointSett
 
 
 def data_identity(storage_root: Path) -> str:
-    """The data folder's id, created once (safe when several processes start together)."""
+    """The data folder's id, created once (of several processes starting together, one writes
+    it and the others read it: the file appears complete or not at all)."""
     path = storage_root / "endpoints.id"
-    storage_root.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        for _ in range(50):
-            text = path.read_text(encoding="ascii").strip()
-            if text:
-                return text
-            time.sleep(0.01)  # the creator is writing it (a few microseconds)
-        raise ConfigError(f"{path} is empty; delete it and start again") from None
-    identity = uuid.uuid4().hex
-    with os.fdopen(fd, "w", encoding="ascii") as handle:
-        handle.write(identity)
-    return identity
+    create_private_file(path, uuid.uuid4().hex)
+    return path.read_text(encoding="ascii").strip()
 
 
 class _Protocol(HttpToolsProtocol):
