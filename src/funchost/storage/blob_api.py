@@ -15,7 +15,7 @@ backend by `blob_api_validation.ValidatingBlobApi`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -78,6 +78,22 @@ class ListedPage:
 
 
 @dataclass(frozen=True)
+class UploadedContent:
+    """A request body already in the account's store (`BlobApi.upload_content`), in no blob yet."""
+
+    id: int
+    size: int
+    md5: bytes
+
+
+Body = bytes | UploadedContent  # what Put Blob, Put Block and Append Block write
+
+
+def body_size(body: Body) -> int:
+    return body.size if isinstance(body, UploadedContent) else len(body)
+
+
+@dataclass(frozen=True)
 class Write:
     """Conditions and lease of a write (see the module docstring)."""
 
@@ -114,11 +130,20 @@ class BlobApi(BlobService, Protocol):
         """acquire | renew | change | release | break -> (properties, lease id, seconds until broken)."""
 
     # -- blobs -----------------------------------------------------------------------------------
-    async def put_blob(self, container: str, name: str, data: bytes, *, blob_type: str, headers: HttpHeaders,
+    async def upload_content(self, pieces: AsyncIterable[bytes]) -> UploadedContent:
+        """Store a body as it arrives, before the write that uses it: a large upload is never
+        held in memory and no write lock waits for the client. `put_blob`, `stage_block` and
+        `append_block` take it in place of bytes; one no write took is dropped with
+        `discard_content` (an iteration that fails leaves nothing behind)."""
+
+    async def discard_content(self, content: UploadedContent) -> None:
+        """Drop an uploaded body no write took (nothing happens once a write took it)."""
+
+    async def put_blob(self, container: str, name: str, data: Body, *, blob_type: str, headers: HttpHeaders,
                        metadata: Mapping[str, str], write: Write) -> BlobProperties:
         """Put Blob: BlockBlob with content, or an empty AppendBlob."""
 
-    async def stage_block(self, container: str, name: str, block_id: str, data: bytes, *,
+    async def stage_block(self, container: str, name: str, block_id: str, data: Body, *,
                           lease_id: str | None = None) -> None: ...
 
     async def commit_blocks(self, container: str, name: str, blocks: Sequence[tuple[str, str]], *,
@@ -127,7 +152,7 @@ class BlobApi(BlobService, Protocol):
 
     async def get_block_list(self, container: str, name: str, *, lease_id: str | None = None) -> BlockList: ...
 
-    async def append_block(self, container: str, name: str, data: bytes, *, write: Write,
+    async def append_block(self, container: str, name: str, data: Body, *, write: Write,
                            append_position: int | None = None, max_size: int | None = None
                            ) -> tuple[BlobProperties, int]:
         """Returns the properties and the offset the block was appended at."""

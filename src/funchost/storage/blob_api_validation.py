@@ -13,11 +13,13 @@ from funchost.storage import blob_rules
 from funchost.storage.blob_api import (
     BlobApi,
     BlockList,
+    Body,
     ContainerProperties,
     HttpHeaders,
     ListedPage,
     SignedIdentifier,
     Write,
+    body_size,
 )
 from funchost.storage.blobs import BlobProperties
 from funchost.storage.validation import ValidatingBlobService
@@ -38,6 +40,9 @@ class ValidatingBlobApi(ValidatingBlobService):
     def __init__(self, inner: BlobApi) -> None:
         super().__init__(inner)
         self.api = inner
+        # Bodies have no rules of their own: the writes that use them are checked.
+        self.upload_content = inner.upload_content
+        self.discard_content = inner.discard_content
 
     # -- containers ------------------------------------------------------------------------------
 
@@ -87,7 +92,7 @@ class ValidatingBlobApi(ValidatingBlobService):
 
     # -- blobs -----------------------------------------------------------------------------------
 
-    async def put_blob(self, container: str, name: str, data: bytes, *, blob_type: str, headers: HttpHeaders,
+    async def put_blob(self, container: str, name: str, data: Body, *, blob_type: str, headers: HttpHeaders,
                        metadata: Mapping[str, str], write: Write) -> BlobProperties:
         blob_rules.check_blob_name(name)
         blob_rules.check_blob_type(blob_type)
@@ -95,7 +100,7 @@ class ValidatingBlobApi(ValidatingBlobService):
         return await self.api.put_blob(container, name, data, blob_type=blob_type, headers=headers,
                                        metadata=blob_rules.check_metadata(metadata), write=write)
 
-    async def stage_block(self, container: str, name: str, block_id: str, data: bytes, *,
+    async def stage_block(self, container: str, name: str, block_id: str, data: Body, *,
                           lease_id: str | None = None) -> None:
         blob_rules.check_blob_name(name)
         blob_rules.check_block_id(block_id)
@@ -114,10 +119,10 @@ class ValidatingBlobApi(ValidatingBlobService):
         _lease(lease_id)
         return await self.api.get_block_list(container, name, lease_id=lease_id)
 
-    async def append_block(self, container: str, name: str, data: bytes, *, write: Write,
+    async def append_block(self, container: str, name: str, data: Body, *, write: Write,
                            append_position: int | None = None, max_size: int | None = None
                            ) -> tuple[BlobProperties, int]:
-        blob_rules.check_append_block(len(data))
+        blob_rules.check_append_block(body_size(data))
         _write(write)
         return await self.api.append_block(container, name, data, write=write, append_position=append_position,
                                            max_size=max_size)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import xml.etree.ElementTree as ET
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -42,6 +42,7 @@ log = logging.getLogger("funchost.storage.endpoints")
 
 IDENTITY_PATH = "/_funchost/identity"  # not an account name: names are 3-24 lower-case letters and digits
 DEFAULT_BODY_LIMIT = 4 * 1024 * 1024
+STREAM_ABOVE = 4 * 1024 * 1024  # a larger body of a `streamed` operation goes to the store as it arrives
 
 
 class AccountStorage(Protocol):
@@ -66,6 +67,7 @@ class Operation:
     body_limit: int = DEFAULT_BODY_LIMIT
     public_access: PublicAccess | None = None
     policy: PolicyLookup | None = None
+    streamed: bool = False  # the handler takes a large body as `request.stream` (blob content)
 
 
 class StorageApp:
@@ -110,25 +112,59 @@ class StorageApp:
         operation = self.route(request)
         await authorize(request, account, self.service, operation.access, operation.scope, self.clock.now(),
                         public_access=operation.public_access, policy=operation.policy)
-        _check_declared_length(request, operation.body_limit)
+        declared = _declared_length(request, operation.body_limit)
+        if operation.streamed and (declared is None or declared > STREAM_ABOVE):
+            request.stream = _body_pieces(receive, operation.body_limit, declared)
+            return await operation.handler(request)
         body = await read_body(receive, operation.body_limit)
         if body is None:
-            raise ApiError(413, "RequestBodyTooLarge", None, {"MaxLimit": str(operation.body_limit)})
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.strip().isdigit() and int(declared) != len(body):
-            raise ApiError(400, "InvalidInput", "The request body is shorter than its Content-Length.")
+            raise _too_large(operation.body_limit)
+        if declared is not None and declared != len(body):
+            raise _shorter()
         request.body = body
         return await operation.handler(request)
 
 
-def _check_declared_length(request: StorageRequest, limit: int) -> None:
+def _declared_length(request: StorageRequest, limit: int) -> int | None:
     declared = request.headers.get("content-length")
     if declared is None:
-        return
+        return None
     if not declared.strip().isdigit():
         raise ApiError(400, "InvalidHeaderValue", None, {"HeaderName": "Content-Length", "HeaderValue": declared})
     if int(declared) > limit:
-        raise ApiError(413, "RequestBodyTooLarge", None, {"MaxLimit": str(limit)})
+        raise _too_large(limit)
+    return int(declared)
+
+
+async def _body_pieces(receive: Receive, limit: int, declared: int | None) -> AsyncIterator[bytes]:
+    """The body as it arrives, with `read_body`'s limits: past `limit` the rest is drained and the
+    iteration fails (the store then drops what it kept), as it does for a body shorter than its
+    Content-Length or a client gone before the end."""
+    size = 0
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ApiError(400, "InvalidInput", "The client closed the connection before the body was complete.")
+        chunk = message.get("body", b"")
+        more = bool(message.get("more_body", False))
+        size += len(chunk)
+        if size > limit:
+            while more and (message := await receive())["type"] != "http.disconnect":
+                more = bool(message.get("more_body", False))
+            raise _too_large(limit)
+        if chunk:
+            yield chunk
+    if declared is not None and size != declared:
+        raise _shorter()
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, "RequestBodyTooLarge", None, {"MaxLimit": str(limit)})
+
+
+def _shorter() -> ApiError:
+    return ApiError(400, "InvalidInput", "The request body is shorter than its Content-Length.")
 
 
 def integer(request: StorageRequest, name: str, default: int | None, low: int, high: int) -> int | None:

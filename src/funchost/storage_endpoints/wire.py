@@ -10,7 +10,7 @@ import email.utils
 import os
 import random
 import uuid
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -51,6 +51,7 @@ class StorageRequest:
     host: str
     request_id: str = field(default_factory=lambda: new_request_id())
     body: bytes = b""
+    stream: AsyncIterator[bytes] | None = None  # instead of `body`: a large blob body, as it arrives
     meta_names: tuple[str, ...] = ()  # x-ms-meta-* names as sent (ASGI lower-cases header names)
 
     def header(self, name: str, default: str | None = None) -> str | None:
@@ -137,6 +138,7 @@ class CaseKeptName(bytes):
 class Response:
     status: int
     body: bytes = b""
+    stream: AsyncIterator[bytes] | None = None  # instead of `body`: a large blob body, as it arrives
     headers: list[tuple[str, str]] = field(default_factory=list)
     content_type: str | None = None
 

@@ -11,17 +11,27 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from funchost.errors import BlobNotFound, PreconditionFailed, ResourceConflict
-from funchost.storage.blob_api import Block, BlockList, HttpHeaders, ListedPage, Write
+from funchost.storage.blob_api import (
+    Block,
+    BlockList,
+    Body,
+    HttpHeaders,
+    ListedPage,
+    UploadedContent,
+    Write,
+    body_size,
+)
 from funchost.storage.blob_rules import MAX_BLOCKS
 from funchost.storage.blobs import BlobChange, BlobProperties
 from funchost.storage.sqlite import blob_blocks as blocks
 from funchost.storage.sqlite import blob_leases as leases
 from funchost.storage.sqlite import blob_listing
+from funchost.storage.sqlite import blob_uploads as uploads
 from funchost.storage.sqlite.blob_containers import ContainerOperations, lease_action
 from funchost.storage.sqlite.blob_extras import (
     EXTRA_SCHEMA,
@@ -71,11 +81,23 @@ def _creating(conn: sqlite3.Connection, container: str, name: str, write: Write,
     return versioning, old, leases.check_write(lease_of(old) if old else Lease(), write.lease_id, now)
 
 
+def _store_body(conn: sqlite3.Connection, data: Body) -> tuple[int, int]:
+    """The body as a content of the store -> (content id, size): an uploaded one is taken as is."""
+    if isinstance(data, UploadedContent):
+        return uploads.take(conn, data), data.size
+    return blocks.write_content(conn, [data])
+
+
+def _upgrade(conn: sqlite3.Connection) -> None:
+    migrate(conn)
+    uploads.sweep(conn)
+
+
 class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
     """The embedded backend's blob service: `BlobService`, its change journal and `BlobApi`."""
 
     def _open(self, path: Path, name: str) -> SqliteDatabase:
-        return SqliteDatabase(path, SCHEMA + ";" + EXTRA_SCHEMA, name=name, upgrade=migrate)
+        return SqliteDatabase(path, ";".join((SCHEMA, EXTRA_SCHEMA, uploads.SCHEMA)), name=name, upgrade=_upgrade)
 
     async def delete_container(self, name: str) -> None:
         await super().delete_container(name)
@@ -98,16 +120,26 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
         return await self.put_blob(container, name, data, blob_type="BlockBlob",
                                    headers=HttpHeaders(content_type=content_type), metadata=metadata or {}, write=write)
 
-    async def put_blob(self, container: str, name: str, data: bytes, *, blob_type: str, headers: HttpHeaders,
+    async def upload_content(self, pieces: AsyncIterable[bytes]) -> UploadedContent:
+        return await uploads.upload(self._db, pieces)
+
+    async def discard_content(self, content: UploadedContent) -> None:
+        await self._db.write(lambda conn: uploads.discard(conn, content.id))
+
+    async def put_blob(self, container: str, name: str, data: Body, *, blob_type: str, headers: HttpHeaders,
                        metadata: Mapping[str, str], write: Write) -> BlobProperties:
         meta = dict(metadata)
-        data = bytes(data)
-        md5 = headers.content_md5 or (hashlib.md5(data).digest() if blob_type == "BlockBlob" else None)
+        if isinstance(data, UploadedContent):
+            computed = data.md5
+        else:
+            data = bytes(data)
+            computed = hashlib.md5(data).digest()
+        md5 = headers.content_md5 or (computed if blob_type == "BlockBlob" else None)
         now_dt, now = self._now()
 
         def run(conn: sqlite3.Connection) -> tuple[BlobProperties, BlobChange]:
             versioning, old, lease = _creating(conn, container, name, write, now)
-            content_id, size = blocks.write_content(conn, [data])
+            content_id, size = _store_body(conn, data)
             values = self._values(conn, content_id, size, headers, md5, meta, now_dt, old, versioning)
             values["props"] = props_json(headers, blob_type, 0 if blob_type == "AppendBlob" else None)
             return self._commit(conn, container, name, values, lease, old, "PutBlob", now)
@@ -136,7 +168,7 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
         props = full_properties(blob_row(conn, container, name), lease.effective(now))  # type: ignore[arg-type]
         return props, self._journal(conn, "BlobCreated", api, props)
 
-    async def stage_block(self, container: str, name: str, block_id: str, data: bytes, *,
+    async def stage_block(self, container: str, name: str, block_id: str, data: Body, *,
                           lease_id: str | None = None) -> None:
         _, now = self._now()
 
@@ -148,7 +180,7 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
             if conn.execute("SELECT count(*) FROM staged_blocks WHERE container = ? AND name = ?",
                             (container, name)).fetchone()[0] >= 100_000:
                 raise ResourceConflict("a blob has at most 100,000 uncommitted blocks", code="BlockCountExceedsLimit")
-            blocks.stage(conn, container, name, block_id, bytes(data))
+            blocks.stage(conn, container, name, block_id, *_store_body(conn, data))
 
         await self._db.write(run)
 
@@ -183,11 +215,11 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
 
         return await self._db.read(run)
 
-    async def append_block(self, container: str, name: str, data: bytes, *, write: Write,
+    async def append_block(self, container: str, name: str, data: Body, *, write: Write,
                            append_position: int | None = None, max_size: int | None = None
                            ) -> tuple[BlobProperties, int]:
         now_dt, now = self._now()
-        data = bytes(data)
+        added = body_size(data)
 
         def run(conn: sqlite3.Connection) -> tuple[BlobProperties, int]:
             container_versioning(conn, container)
@@ -201,17 +233,25 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
             if append_position is not None and append_position != size:
                 raise PreconditionFailed("the append position condition is not met",
                                          code="AppendPositionConditionNotMet")
-            if max_size is not None and size + len(data) > max_size:
+            if max_size is not None and size + added > max_size:
                 raise PreconditionFailed("the max blob size condition is not met", code="MaxBlobSizeConditionNotMet")
             count = (current.committed_block_count or 0) + 1
             if count > MAX_BLOCKS:
                 raise ResourceConflict("an append blob has at most 50,000 blocks", code="BlockCountExceedsLimit")
             content_id = old["content_id"]
             if blocks.shared(conn, content_id):  # a copy shares content: give this blob its own first
-                content_id, _ = blocks.write_content(conn, blocks._read_all(conn, [("", content_id, 0, size)]))
-            blocks.append(conn, content_id, size, data)
+                content_id, _ = blocks.write_content(conn, blocks.read_all(conn, [("", content_id, 0, size)]))
+            if isinstance(data, UploadedContent):  # chunk by chunk, then the upload's own chunks go
+                taken = uploads.take(conn, data)
+                end = size
+                for piece in uploads.chunks_of(conn, taken):
+                    blocks.append(conn, content_id, end, piece)
+                    end += len(piece)
+                conn.execute("DELETE FROM chunks WHERE content_id = ?", (taken,))
+            else:
+                blocks.append(conn, content_id, size, bytes(data))
             values = {k: old[k] for k in ("content_md5", "creation_time", "metadata", "version_id", "content_type")}
-            values.update(content_id=content_id, size=size + len(data), etag=new_etag(conn, now_dt), last_modified=now,
+            values.update(content_id=content_id, size=size + added, etag=new_etag(conn, now_dt), last_modified=now,
                           props=props_json(headers_of(current), "AppendBlob", count))
             store(conn, container, name, values, lease)
             return full_properties(blob_row(conn, container, name), lease.effective(now)), size  # type: ignore[arg-type]

@@ -38,10 +38,10 @@ def write_content(conn: sqlite3.Connection, pieces: Iterable[bytes]) -> tuple[in
     return content_id, size
 
 
-def stage(conn: sqlite3.Connection, container: str, name: str, block_id: str, data: bytes) -> None:
+def stage(conn: sqlite3.Connection, container: str, name: str, block_id: str, content_id: int, size: int) -> None:
+    """Stage a content already written (`write_content`, or an upload taken) as the block."""
     old = conn.execute("SELECT content_id FROM staged_blocks WHERE container = ? AND name = ? AND block_id = ?",
                        (container, name, block_id)).fetchone()
-    content_id, size = write_content(conn, [data])
     conn.execute("INSERT OR REPLACE INTO staged_blocks(container, name, block_id, size, content_id) "
                  "VALUES (?, ?, ?, ?, ?)", (container, name, block_id, size, content_id))
     if old is not None:
@@ -81,11 +81,11 @@ def assemble(conn: sqlite3.Connection, container: str, name: str, wanted: Sequen
             sources.append((block_id, current_content, start, size))
         else:
             raise InvalidInput(f"block '{block_id}' is not {kind}", code="InvalidBlockList")
-    content_id, size = write_content(conn, _read_all(conn, sources))
+    content_id, size = write_content(conn, read_all(conn, sources))
     return content_id, size, [Block(i, s) for i, _, _, s in sources]
 
 
-def _read_all(conn: sqlite3.Connection, sources: Sequence[tuple[str, int, int, int]]) -> Iterator[bytes]:
+def read_all(conn: sqlite3.Connection, sources: Sequence[tuple[str, int, int, int]]) -> Iterator[bytes]:
     for _, content_id, start, size in sources:
         for offset in range(start, start + size, CHUNK_SIZE):
             yield read_range(conn, content_id, offset, min(start + size, offset + CHUNK_SIZE))

@@ -33,7 +33,10 @@ from funchost.storage_endpoints.errors import ApiError, not_supported
 from funchost.storage_endpoints.sas import Access, Scope, StoredPolicy
 from funchost.storage_endpoints.wire import Response, StorageRequest
 
-BLOB_BODY_LIMIT = 256 * 1024 * 1024  # what the SDKs send in one request (JavaScript's single-shot maximum)
+# Azure's limits (since version 2019-12-12); bodies above 4 MiB go to the store as they arrive.
+PUT_BLOB_LIMIT = 5000 * 1024 * 1024
+PUT_BLOCK_LIMIT = 4000 * 1024 * 1024
+APPEND_BLOCK_LIMIT = 100 * 1024 * 1024
 NOT_SUPPORTED_COMPS = {"snapshot": "blob snapshots", "tier": "access tiers", "tags": "blob index tags",
                        "page": "page blobs", "pagelist": "page blobs", "incrementalcopy": "incremental copy",
                        "undelete": "soft delete", "query": "Query Blob Contents", "expiry": "blob expiry",
@@ -118,7 +121,7 @@ class BlobApp(StorageApp):
                 return op("GetBlobProperties", head, Access("o", "r"), public=True)
             if method == "PUT":
                 access = Access("o", "wc") if "x-ms-copy-source" not in request.headers else Access("o", "w")
-                return op("PutBlob", handlers.put, access, limit=BLOB_BODY_LIMIT)
+                return op("PutBlob", handlers.put, access, limit=PUT_BLOB_LIMIT, streamed=True)
             if method == "DELETE":
                 return op("DeleteBlob", handlers.delete, Access("o", "d"))
         elif comp == "metadata":
@@ -131,14 +134,15 @@ class BlobApp(StorageApp):
         elif comp == "lease" and method == "PUT":
             return op("LeaseBlob", handlers.lease, Access("o", "wd"))
         elif comp == "block" and method == "PUT":
-            return op("PutBlock", handlers.put_block, Access("o", "wc"), limit=BLOB_BODY_LIMIT)
+            return op("PutBlock", handlers.put_block, Access("o", "wc"), limit=PUT_BLOCK_LIMIT, streamed=True)
         elif comp == "blocklist":
             if method == "PUT":
                 return op("PutBlockList", handlers.put_block_list, Access("o", "wc"))
             if method == "GET":
                 return op("GetBlockList", handlers.get_block_list, Access("o", "r"))
         elif comp == "appendblock" and method == "PUT":
-            return op("AppendBlock", handlers.append_block, Access("o", "aw"), limit=BLOB_BODY_LIMIT)
+            return op("AppendBlock", handlers.append_block, Access("o", "aw"), limit=APPEND_BLOCK_LIMIT,
+                      streamed=True)
         raise unknown_operation(request)
 
 
@@ -160,9 +164,9 @@ def _operations(api: BlobApi, scope: Scope) -> OperationMaker:
         found = next((i for i in identifiers if i.id == identifier), None)
         return StoredPolicy(found.start, found.expiry, found.permission) if found else None
 
-    def op(name: str, handler: Handler, access: Access, public: bool = False, limit: int = 4 * 1024 * 1024
-           ) -> Operation:
-        return Operation(name, handler, access, scope, limit, public_access if public else None, policy)
+    def op(name: str, handler: Handler, access: Access, public: bool = False, limit: int = 4 * 1024 * 1024,
+           streamed: bool = False) -> Operation:
+        return Operation(name, handler, access, scope, limit, public_access if public else None, policy, streamed)
 
     return op
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from urllib.parse import unquote, urlparse
 from xml.sax.saxutils import escape
 
 from funchost.errors import BlobNotFound
-from funchost.storage.blob_api import BlobApi, Block
+from funchost.storage.blob_api import BlobApi, Block, Body, UploadedContent
 from funchost.storage.blobs import BlobProperties
 from funchost.storage_endpoints.app import metadata_from, xml_document
 from funchost.storage_endpoints.blob.containers import lease_arguments, lease_response, xml_response
@@ -32,8 +34,8 @@ _RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
 MAX_RANGE_MD5 = 4 * 1024 * 1024
 
 
-def _check_md5(request: StorageRequest, data: bytes) -> bytes:
-    digest = hashlib.md5(data).digest()
+def _check_md5(request: StorageRequest, data: Body) -> bytes:
+    digest = data.md5 if isinstance(data, UploadedContent) else hashlib.md5(data).digest()
     given = md5_header(request, "content-md5")
     if given is not None and given != digest:
         raise ApiError(400, "Md5Mismatch", None, {"UserSpecifiedMd5": b64(given) or "",
@@ -60,6 +62,19 @@ def _blob_name(request: StorageRequest) -> tuple[str, str]:
 class Blobs:
     def __init__(self, blobs: BlobApi) -> None:
         self.blobs = blobs
+
+    @asynccontextmanager
+    async def _received(self, request: StorageRequest) -> AsyncIterator[Body]:
+        """The request's body: in memory, or (a large one) already in the store, dropped unless the
+        write took it."""
+        if request.stream is None:
+            yield request.body
+            return
+        body = await self.blobs.upload_content(request.stream)
+        try:
+            yield body
+        finally:
+            await self.blobs.discard_content(body)
 
     async def _current(self, container: str, name: str) -> BlobProperties | None:
         try:
@@ -127,14 +142,15 @@ class Blobs:
             raise ApiError(400, "InvalidHeaderValue", None, {"HeaderName": "x-ms-blob-type", "HeaderValue": blob_type})
         if request.headers.get("x-ms-tags"):
             raise not_supported("blob index tags")
-        if blob_type == "AppendBlob" and request.body:
+        if blob_type == "AppendBlob" and (request.body or request.stream is not None):
             raise ApiError(400, "InvalidHeaderValue", "An append blob is created empty (Content-Length: 0).",
-                           {"HeaderName": "Content-Length", "HeaderValue": str(len(request.body))})
-        digest = _check_md5(request, request.body)
-        await self._check_times(request, container, name)
+                           {"HeaderName": "Content-Length", "HeaderValue": request.headers.get("content-length", "")})
         headers = http_headers(request, from_request_headers=True)
-        props = await self.blobs.put_blob(container, name, request.body, blob_type=blob_type, headers=headers,
-                                          metadata=metadata_from(request), write=write_of(request))
+        async with self._received(request) as body:
+            digest = _check_md5(request, body)
+            await self._check_times(request, container, name)
+            props = await self.blobs.put_blob(container, name, body, blob_type=blob_type, headers=headers,
+                                              metadata=metadata_from(request), write=write_of(request))
         response = written(Response(201), props).add("x-ms-request-server-encrypted", "true")
         return response.add("Content-MD5", b64(digest)) if blob_type == "BlockBlob" else response
 
@@ -197,9 +213,10 @@ class Blobs:
         block_id = request.query.get("blockid")
         if not block_id:
             raise ApiError(400, "MissingRequiredQueryParameter", None, {"QueryParameterName": "blockid"})
-        digest = _check_md5(request, request.body)
-        await self.blobs.stage_block(container, name, block_id, request.body,
-                                     lease_id=request.headers.get("x-ms-lease-id"))
+        async with self._received(request) as body:
+            digest = _check_md5(request, body)
+            await self.blobs.stage_block(container, name, block_id, body,
+                                         lease_id=request.headers.get("x-ms-lease-id"))
         return Response(201).add("Content-MD5", b64(digest)).add("x-ms-request-server-encrypted", "true")
 
     async def put_block_list(self, request: StorageRequest) -> Response:
@@ -235,7 +252,6 @@ class Blobs:
 
     async def append_block(self, request: StorageRequest) -> Response:
         container, name = _blob_name(request)
-        digest = _check_md5(request, request.body)
 
         def number(header: str) -> int | None:
             raw = request.headers.get(header)
@@ -245,10 +261,12 @@ class Blobs:
                 raise ApiError(400, "InvalidHeaderValue", None, {"HeaderName": header, "HeaderValue": raw})
             return int(raw)
 
-        await self._check_times(request, container, name)
-        props, offset = await self.blobs.append_block(
-            container, name, request.body, write=write_of(request),
-            append_position=number("x-ms-blob-condition-appendpos"), max_size=number("x-ms-blob-condition-maxsize"))
+        position, max_size = number("x-ms-blob-condition-appendpos"), number("x-ms-blob-condition-maxsize")
+        async with self._received(request) as body:
+            digest = _check_md5(request, body)
+            await self._check_times(request, container, name)
+            props, offset = await self.blobs.append_block(container, name, body, write=write_of(request),
+                                                          append_position=position, max_size=max_size)
         response = written(Response(201), props).add("Content-MD5", b64(digest))
         response.add("x-ms-blob-append-offset", offset).add("x-ms-blob-committed-block-count",
                                                             props.committed_block_count or 0)
