@@ -12,7 +12,10 @@ server. Each phase reports operations per second and the server's CPU time per o
 
 * queue, at each depth of `--depths`: the queue first holds that many invisible messages (so the
   depth is real but none of it is received); then `--messages` puts, and receive-and-delete
-  (batches of 32, each message deleted) until the queue has nothing visible;
+  (batches of 32, each message deleted) until the queue has nothing visible; then the same puts
+  and receive-and-delete again with a **raw client**: aiohttp requests signed with Shared Key
+  (the signing the tests use), several in flight, a fraction of an SDK client's CPU per request,
+  so the ratio of the two servers shows instead of the Python SDK's own cost;
 * blob: `--blobs` uploads and downloads of `--blob-kb` KiB;
 * table: `--entities` inserts and point reads, and filtered queries (one per 50 entities).
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import html
 import json
 import os
 import platform
@@ -36,6 +40,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # tests.support.azurite: the same Azurite launcher the tests use
@@ -67,7 +72,10 @@ async def run_worker(args: argparse.Namespace) -> None:
     from azure.storage.queue.aio import QueueClient
 
     items = range(args.start, args.start + args.count)
-    counted = {"ops": 0, "requests": 0}
+    counted: dict[str, float] = {"ops": 0, "requests": 0}
+    if args.worker in ("rawput", "rawdrain"):
+        await run_raw_worker(args)
+        return
     if args.worker in ("fill", "put", "drain"):
         client: Any = QueueClient.from_connection_string(args.connection, args.name)
     elif args.worker in ("upload", "download"):
@@ -116,9 +124,62 @@ async def run_worker(args: argparse.Namespace) -> None:
             items = range(args.concurrency)
         print("ready", flush=True)
         sys.stdin.readline()  # "go": every worker starts together, after its imports and TLS-free setup
+        counted["started"] = time.time()
         await _pool(items, work, args.concurrency)
+        counted["ended"] = time.time()
     if args.worker != "drain":
         counted["ops"] = counted["requests"] = args.count
+    print(json.dumps(counted), flush=True)
+
+
+def _queue_url(connection: str, name: str) -> str:
+    endpoint = re.search(r"QueueEndpoint=([^;]+)", connection)
+    assert endpoint is not None, "the benchmark's connection strings name their endpoints"
+    return f"{endpoint.group(1).rstrip('/')}/{name}/messages"
+
+
+async def run_raw_worker(args: argparse.Namespace) -> None:
+    """Put / receive-and-delete as bare HTTP requests signed with Shared Key (no SDK pipeline)."""
+    import aiohttp
+    from tests.unit.storage_endpoints.signing import signed_headers
+
+    url = _queue_url(args.connection, args.name)
+    body = ("<QueueMessage><MessageText>" + "x" * 256 + "</MessageText></QueueMessage>").encode()
+    counted: dict[str, float] = {"ops": 0, "requests": 0}
+
+    async def call(session: aiohttp.ClientSession, method: str, target: str, data: bytes = b"") -> str:
+        extra = {"Content-Type": "application/xml"} if data else None  # signed, so aiohttp adds no other
+        async with session.request(method, target, data=data or None,
+                                   headers=signed_headers(method, target, data, "queue", extra)) as response:
+            text = await response.text()
+            if response.status >= 300:
+                raise RuntimeError(f"{method} {target}: {response.status} {text[:200]}")
+            counted["requests"] += 1
+            return text
+
+    async def put(session: aiohttp.ClientSession, _: int) -> None:
+        await call(session, "POST", url, body)
+        counted["ops"] += 1
+
+    async def drain(session: aiohttp.ClientSession, _: int) -> None:
+        while True:
+            listing = await call(session, "GET", f"{url}?numofmessages=32&visibilitytimeout=300")
+            found = re.findall(r"<MessageId>([^<]+)</MessageId>.*?<PopReceipt>([^<]+)</PopReceipt>", listing)
+            if not found:
+                return
+            for message_id, receipt in found:
+                await call(session, "DELETE", f"{url}/{message_id}?popreceipt={quote(html.unescape(receipt), safe='')}")
+                counted["ops"] += 1
+
+    connector = aiohttp.TCPConnector(limit=args.concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        work = put if args.worker == "rawput" else drain
+        items = range(args.start, args.start + args.count) if args.worker == "rawput" else range(args.concurrency)
+        print("ready", flush=True)
+        sys.stdin.readline()
+        counted["started"] = time.time()
+        await _pool(items, lambda item: work(session, item), args.concurrency)
+        counted["ended"] = time.time()
     print(json.dumps(counted), flush=True)
 
 
@@ -163,8 +224,12 @@ async def phase(name: str, target: dict[str, Any], args: argparse.Namespace, res
         if worker.returncode != 0:
             raise RuntimeError(f"worker for {name} exited with {worker.returncode}")
         results.append(json.loads(out.decode().strip().splitlines()[-1]))
-    seconds = time.perf_counter() - started
     cpu_after = _cpu_seconds(target["pid"])
+    # From the first worker's start to the last one's end, as the workers saw it: not the workers'
+    # own exit, which would dominate short phases.
+    active = [r for r in results if r.get("ops")]
+    seconds = (max(r["ended"] for r in active) - min(r["started"] for r in active)) if active else \
+        time.perf_counter() - started
     ops = sum(r["ops"] for r in results)
     figures = {"ops": ops, "seconds": round(seconds, 3), "per_s": round(ops / seconds, 1) if seconds else 0.0}
     if cpu_before is not None and cpu_after is not None and ops:
@@ -190,11 +255,16 @@ async def run_target(label: str, target: dict[str, Any], args: argparse.Namespac
             fill = await phase("fill", target, args, name, depth)
             put = await phase("put", target, args, name, args.messages)
             drain = await phase("drain", target, args, name, 0)
+            raw_put = await phase("rawput", target, args, name, args.messages)
+            raw_drain = await phase("rawdrain", target, args, name, 0)
             await queues.delete_queue(name)
-            result["queue"].append({"depth": depth, "fill": fill, "put": put, "receive_delete": drain})
-            print(f"{label:9} depth {depth:>7}: put {put['per_s']:>8}/s ({put.get('server_cpu_us_per_op')} us server"
-                  f" CPU)  receive+delete {drain['per_s']:>8} msg/s ({drain.get('server_cpu_us_per_op')} us)  "
-                  f"[fill {fill['per_s']}/s]", flush=True)
+            result["queue"].append({"depth": depth, "fill": fill, "put": put, "receive_delete": drain,
+                                    "raw_put": raw_put, "raw_receive_delete": raw_drain})
+            for client, p, d in (("sdk", put, drain), ("raw", raw_put, raw_drain)):
+                print(f"{label:9} depth {depth:>7} {client}: put {p['per_s']:>8}/s ({p.get('server_cpu_us_per_op')} "
+                      f"us server CPU)  receive+delete {d['per_s']:>8} msg/s ({d.get('server_cpu_us_per_op')} us)",
+                      flush=True)
+            print(f"{label:9} depth {depth:>7} [fill {fill['per_s']}/s]", flush=True)
     async with BlobServiceClient.from_connection_string(target["connection"]) as blobs:
         name = f"bench{uuid.uuid4().hex[:10]}"
         await blobs.create_container(name)
@@ -248,8 +318,9 @@ def ratios(results: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"queue": []}
     for mine, other in zip(ours["queue"], theirs["queue"], strict=True):
         if "skipped" not in other:
-            out["queue"].append({"depth": mine["depth"], "put": _ratio(mine["put"], other["put"]),
-                                 "receive_delete": _ratio(mine["receive_delete"], other["receive_delete"])})
+            out["queue"].append({"depth": mine["depth"], **{
+                key: _ratio(mine[key], other[key])
+                for key in ("put", "receive_delete", "raw_put", "raw_receive_delete")}})
     for service in ("blob", "table"):
         out[service] = {k: _ratio(v, theirs[service][k]) for k, v in ours[service].items()}
     return out

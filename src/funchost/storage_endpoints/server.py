@@ -146,7 +146,8 @@ class StorageEndpoints:
             await self._use_shared(service, port)
             return
         config = uvicorn.Config(app, lifespan="off", log_level="warning", log_config=None, access_log=False,
-                                server_header=False, date_header=False, http=_Protocol, timeout_keep_alive=120)
+                                server_header=False, date_header=False, http=_Protocol, timeout_keep_alive=120,
+                                proxy_headers=False)  # clients connect directly: no X-Forwarded-* to honour
         if not config.loaded:
             config.load()
         server = uvicorn.Server(config)

@@ -7,6 +7,7 @@ computed over it; the handlers work on the decoded account, resource path and qu
 from __future__ import annotations
 
 import email.utils
+import functools
 import os
 import random
 import uuid
@@ -177,8 +178,14 @@ async def send_response(send: Send, request: StorageRequest | None, response: Re
 
 
 def http_date(value: datetime) -> str:
-    """RFC 1123, as every Last-Modified / x-ms-* time header."""
-    return email.utils.format_datetime(value.astimezone(UTC), usegmt=True)
+    """RFC 1123, as every Last-Modified / x-ms-* time header (whole seconds)."""
+    return _http_date(int(value.timestamp()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _http_date(epoch_seconds: int) -> str:
+    # A response carries up to four of these, mostly of the current second: format each once.
+    return email.utils.formatdate(epoch_seconds, usegmt=True)
 
 
 def parse_http_date(value: str | None) -> datetime | None:
