@@ -18,7 +18,7 @@ from funchost.clock import Clock
 from funchost.errors import StorageError
 from funchost.storage_endpoints.accounts import Accounts
 from funchost.storage_endpoints.auth import PublicAccess, account_of, authorize
-from funchost.storage_endpoints.errors import ApiError, from_storage_error, xml_error
+from funchost.storage_endpoints.errors import ApiError, from_storage_error, not_supported, xml_error
 from funchost.storage_endpoints.sas import Access, PolicyLookup, Scope
 from funchost.storage_endpoints.wire import (
     Receive,
@@ -204,6 +204,35 @@ def xml_document(body: bytes, root: str) -> ET.Element:
     if element.tag != root:
         raise ApiError(400, "InvalidXmlDocument")
     return element
+
+
+_DISABLED = "<Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy>"
+
+
+def service_properties_xml(extra: str = "") -> bytes:
+    """Get Service Properties as a new account answers it: logging, metrics and CORS off."""
+    return ('<?xml version="1.0" encoding="utf-8"?><StorageServiceProperties><Logging><Version>1.0</Version>'
+            "<Read>false</Read><Write>false</Write><Delete>false</Delete><RetentionPolicy><Enabled>false</Enabled>"
+            f"</RetentionPolicy></Logging><HourMetrics>{_DISABLED}</HourMetrics><MinuteMetrics>{_DISABLED}"
+            f"</MinuteMetrics><Cors />{extra}</StorageServiceProperties>").encode()
+
+
+def service_level(request: StorageRequest, service: str, extra_xml: str = "") -> Operation | None:
+    """Get / Set `service` Service Properties and Get Service Stats, alike for the three services
+    (the properties are the defaults; setting them and geo-replication stats are not supported)."""
+    comp = request.query.get("comp")
+    if comp == "properties" and request.query.get("restype") == "service":
+        if request.method != "GET":
+            raise not_supported(f"Set {service} Service Properties")
+        body = service_properties_xml(extra_xml)
+
+        async def properties(request: StorageRequest) -> Response:
+            return Response(200, body, content_type="application/xml")
+
+        return Operation(f"Get{service}ServiceProperties", properties, Access("s", "r"))
+    if comp == "stats":
+        raise not_supported(f"Get {service} Service Stats (geo-replication)")
+    return None
 
 
 def unknown_operation(request: StorageRequest) -> ApiError:

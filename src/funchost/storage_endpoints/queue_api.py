@@ -31,6 +31,7 @@ from funchost.storage_endpoints.app import (
     StorageApp,
     integer,
     metadata_from,
+    service_level,
     unknown_operation,
     xml_document,
 )
@@ -79,13 +80,10 @@ class QueueApp(StorageApp):
         if not parts:
             if method == "GET" and comp == "list":
                 return Operation("ListQueues", self.list_queues, Access("s", "l"))
-            if comp == "properties" and request.query.get("restype") == "service":
-                if method == "GET":
-                    return Operation("GetQueueServiceProperties", self.service_properties, Access("s", "r"))
-                raise not_supported("Set Queue Service Properties")
-            if comp == "stats":
-                raise not_supported("Get Queue Service Stats (geo-replication)")
-            raise unknown_operation(request)
+            found = service_level(request, "Queue")
+            if found is None:
+                raise unknown_operation(request)
+            return found
         queue = parts[0]
         scope = Scope(container=queue)
         if len(parts) == 1:
@@ -150,15 +148,6 @@ class QueueApp(StorageApp):
                 + (f"<Marker>{escape(marker)}</Marker>" if marker else "")
                 + f"<MaxResults>{limit}</MaxResults><Queues>{''.join(items)}</Queues>"
                 + f"<NextMarker>{page[-1] if more else ''}</NextMarker></EnumerationResults>")
-        return _xml(200, body)
-
-    async def service_properties(self, request: StorageRequest) -> Response:
-        disabled = "<Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>false</Enabled>" \
-                   "</RetentionPolicy>"
-        body = ("<StorageServiceProperties><Logging><Version>1.0</Version><Read>false</Read><Write>false</Write>"
-                "<Delete>false</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging>"
-                f"<HourMetrics>{disabled}</HourMetrics><MinuteMetrics>{disabled}</MinuteMetrics><Cors/>"
-                "</StorageServiceProperties>")
         return _xml(200, body)
 
     # -- queues ----------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from funchost.storage_endpoints.accounts import Accounts
 from funchost.storage_endpoints.app import IDENTITY_PATH, AccountStorage, StorageApp
 from funchost.storage_endpoints.blob.app import BlobApp
 from funchost.storage_endpoints.queue_api import QueueApp
+from funchost.storage_endpoints.table.app import TableApp
 from funchost.storage_endpoints.wire import META_NAMES_KEY
 
 log = logging.getLogger("funchost.storage")
@@ -104,13 +105,8 @@ class StorageEndpoints:
         self.apps: dict[str, StorageApp] = {
             "blob": BlobApp(storage, accounts, clock, identity),
             "queue": QueueApp(storage, accounts, clock, identity),
+            "table": TableApp(storage, accounts, clock, identity),
         }
-        try:
-            from funchost.storage_endpoints.table.app import TableApp
-
-            self.apps["table"] = TableApp(storage, accounts, clock, identity)
-        except ModuleNotFoundError:  # pragma: no cover - the table API ships with the others
-            pass
         self.ports: dict[str, int] = {}
         self.shared: set[str] = set()  # services served by another process of the same data folder
         self._servers: list[tuple[uvicorn.Server, asyncio.Task[Any]]] = []

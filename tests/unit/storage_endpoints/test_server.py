@@ -7,8 +7,10 @@ import base64
 import socket
 from pathlib import Path
 
+import httpx
 import pytest
 from tests.support.endpoints import serve_endpoints
+from tests.unit.storage_endpoints.signing import signed_headers
 
 from funchost.cli.storage import endpoint_settings
 from funchost.errors import ConfigError
@@ -87,3 +89,31 @@ async def test_same_data_folder_shares_ports_and_another_folder_is_refused(tmp_p
             await other.start()
         assert "different data folder" in str(info.value)
         assert other.ports == {}  # nothing left listening
+
+
+async def test_service_properties_are_the_defaults_and_setting_them_is_not_supported(tmp_path: Path) -> None:
+    from azure.core.exceptions import HttpResponseError
+    from azure.data.tables.aio import TableServiceClient
+    from azure.storage.blob.aio import BlobServiceClient
+    from azure.storage.queue.aio import QueueServiceClient
+
+    async with serve_endpoints(tmp_path / "data") as served:
+        connection = served.connection_string
+        async with BlobServiceClient.from_connection_string(connection) as blobs, \
+                QueueServiceClient.from_connection_string(connection) as queues, \
+                TableServiceClient.from_connection_string(connection) as tables:
+            blob = await blobs.get_service_properties()
+            assert blob["cors"] == [] and not blob["hour_metrics"].enabled
+            assert not blob["delete_retention_policy"].enabled and not blob["static_website"].enabled
+            queue = await queues.get_service_properties()
+            assert not queue["analytics_logging"].read and not queue["minute_metrics"].enabled
+            table = await tables.get_service_properties()
+            assert not table["analytics_logging"].write and table["cors"] == []
+            for client in (blobs, queues, tables):
+                with pytest.raises(HttpResponseError) as info:
+                    await client.set_service_properties(cors=[])
+                assert info.value.status_code == 501
+        url = f"{served.url('queue')}/?restype=service&comp=stats"  # the SDK asks the secondary endpoint
+        async with httpx.AsyncClient() as client:
+            stats = await client.get(url, headers=signed_headers("GET", url, b"", "queue"))
+        assert (stats.status_code, stats.headers["x-ms-error-code"]) == (501, "NotImplemented")

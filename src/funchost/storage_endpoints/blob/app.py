@@ -26,9 +26,9 @@ from collections.abc import Callable
 
 from funchost.errors import ContainerNotFound
 from funchost.storage.blob_api import BlobApi
-from funchost.storage_endpoints.app import Handler, Operation, StorageApp, unknown_operation
+from funchost.storage_endpoints.app import Handler, Operation, StorageApp, service_level, unknown_operation
 from funchost.storage_endpoints.blob.blobs import Blobs
-from funchost.storage_endpoints.blob.containers import Containers, service_properties_xml, xml_response
+from funchost.storage_endpoints.blob.containers import Containers
 from funchost.storage_endpoints.errors import ApiError, not_supported
 from funchost.storage_endpoints.sas import Access, Scope, StoredPolicy
 from funchost.storage_endpoints.wire import Response, StorageRequest
@@ -37,6 +37,8 @@ from funchost.storage_endpoints.wire import Response, StorageRequest
 PUT_BLOB_LIMIT = 5000 * 1024 * 1024
 PUT_BLOCK_LIMIT = 4000 * 1024 * 1024
 APPEND_BLOCK_LIMIT = 100 * 1024 * 1024
+BLOB_PROPERTIES_EXTRA = ("<DeleteRetentionPolicy><Enabled>false</Enabled></DeleteRetentionPolicy>"
+                         "<StaticWebsite><Enabled>false</Enabled></StaticWebsite>")
 NOT_SUPPORTED_COMPS = {"snapshot": "blob snapshots", "tier": "access tiers", "tags": "blob index tags",
                        "page": "page blobs", "pagelist": "page blobs", "incrementalcopy": "incremental copy",
                        "undelete": "soft delete", "query": "Query Blob Contents", "expiry": "blob expiry",
@@ -57,7 +59,7 @@ class BlobApp(StorageApp):
             return Operation("GetAccountInformation", _account_information, Access("s", "rwdlacup"))
         container, _, name = request.resource.partition("/")
         if not container:
-            return self._service_route(request, method, comp, restype)
+            return self._service_route(request, method, comp)
         if name:
             return self._blob_route(request, method, comp, container, name)
         if container == "$root" or restype != "container":
@@ -65,15 +67,13 @@ class BlobApp(StorageApp):
                            "missing for a container operation.", {"QueryParameterName": "restype"})
         return self._container_route(request, method, comp, container)
 
-    def _service_route(self, request: StorageRequest, method: str, comp: str | None, restype: str | None
-                       ) -> Operation:
+    def _service_route(self, request: StorageRequest, method: str, comp: str | None) -> Operation:
         handlers = Containers(self.storage.blobs(request.account))
         if method == "GET" and comp == "list":
             return Operation("ListContainers", handlers.list_containers, Access("s", "l"))
-        if comp == "properties" and restype == "service":
-            if method == "GET":
-                return Operation("GetBlobServiceProperties", _service_properties, Access("s", "r"))
-            raise not_supported("Set Blob Service Properties")
+        found = service_level(request, "Blob", BLOB_PROPERTIES_EXTRA)
+        if found is not None:
+            return found
         raise unknown_operation(request)
 
     def _container_route(self, request: StorageRequest, method: str, comp: str | None, container: str
@@ -169,10 +169,6 @@ def _operations(api: BlobApi, scope: Scope) -> OperationMaker:
         return Operation(name, handler, access, scope, limit, public_access if public else None, policy, streamed)
 
     return op
-
-
-async def _service_properties(request: StorageRequest) -> Response:
-    return xml_response(200, service_properties_xml())
 
 
 async def _account_information(request: StorageRequest) -> Response:

@@ -224,15 +224,5 @@ def lease_response(action: str, response: Response, lease_id: str | None, remain
     return response
 
 
-def service_properties_xml() -> str:
-    disabled = "<Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>false</Enabled>" \
-               "</RetentionPolicy>"
-    return ("<StorageServiceProperties><Logging><Version>1.0</Version><Read>false</Read><Write>false</Write>"
-            "<Delete>false</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging>"
-            f"<HourMetrics>{disabled}</HourMetrics><MinuteMetrics>{disabled}</MinuteMetrics><Cors />"
-            "<DeleteRetentionPolicy><Enabled>false</Enabled></DeleteRetentionPolicy>"
-            "<StaticWebsite><Enabled>false</Enabled></StaticWebsite></StorageServiceProperties>")
-
-
 def check_container_read(request: StorageRequest, props: ContainerProperties) -> None:
     check_read(request, props.last_modified, props.etag)

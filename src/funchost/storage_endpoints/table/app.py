@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 
 from funchost.storage.table_filter import parse_filter
 from funchost.storage.tables import MAX_QUERY_RESULTS, Entity, TableService
-from funchost.storage_endpoints.app import Operation, StorageApp, integer
+from funchost.storage_endpoints.app import Operation, StorageApp, integer, service_level
 from funchost.storage_endpoints.errors import ApiError, json_error, not_supported, xml_error
 from funchost.storage_endpoints.sas import Access, Scope
 from funchost.storage_endpoints.table.odata import (
@@ -85,13 +85,10 @@ class TableApp(StorageApp):
                                                                                     "DELETE"):
             method = request.headers["x-http-method"].upper()
         if not resource:
-            if comp == "properties" and request.query.get("restype") == "service":
-                if method == "GET":
-                    return Operation("GetTableServiceProperties", self.service_properties, Access("s", "r"))
-                raise not_supported("Set Table Service Properties")
-            if comp == "stats":
-                raise not_supported("Get Table Service Stats (geo-replication)")
-            raise ApiError(400, "InvalidUri")
+            found = service_level(request, "Table")
+            if found is None:
+                raise ApiError(400, "InvalidUri")
+            return found
         if resource in ("Tables", "Tables()"):
             if method == "GET":
                 return Operation("QueryTables", self.query_tables, Access("s", "l"))
@@ -145,15 +142,6 @@ class TableApp(StorageApp):
         return self.storage.tables(request.account)
 
     # -- service and tables ----------------------------------------------------------------------
-
-    async def service_properties(self, request: StorageRequest) -> Response:
-        disabled = "<Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>false</Enabled>" \
-                   "</RetentionPolicy>"
-        body = ('<?xml version="1.0" encoding="utf-8"?><StorageServiceProperties><Logging><Version>1.0</Version>'
-                "<Read>false</Read><Write>false</Write><Delete>false</Delete><RetentionPolicy><Enabled>false"
-                f"</Enabled></RetentionPolicy></Logging><HourMetrics>{disabled}</HourMetrics><MinuteMetrics>"
-                f"{disabled}</MinuteMetrics><Cors /></StorageServiceProperties>")
-        return Response(200, body.encode(), content_type="application/xml")
 
     async def query_tables(self, request: StorageRequest) -> Response:
         level = payload_level(request)
