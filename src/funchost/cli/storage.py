@@ -46,6 +46,13 @@ def endpoint_settings(args: argparse.Namespace, app_dir: Path) -> dict[str, str]
     return {SETTING: "on"}
 
 
+def endpoint_arguments(args: argparse.Namespace) -> list[str]:
+    """The endpoint flags as given, for the worker processes a supervisor starts with the same options."""
+    if args.no_storage_endpoints:
+        return ["--no-storage-endpoints"]
+    return ["--storage-ports", args.storage_ports] if args.storage_ports else []
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser("storage", help="serve the embedded storage over the Azure Storage REST API",
                                    description="The embedded storage's Blob, Queue and Table endpoints.")
