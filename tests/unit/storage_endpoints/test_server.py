@@ -41,6 +41,35 @@ def test_start_command_turns_endpoints_on_unless_told(tmp_path: Path, monkeypatc
     assert endpoint_settings(args, tmp_path) == {}  # the app's own setting wins over the default
 
 
+@pytest.mark.parametrize(("flags", "passed"), [
+    ([], []),
+    (["--no-storage-endpoints"], ["--no-storage-endpoints"]),
+    (["--storage-ports", "0,0,0"], ["--storage-ports", "0,0,0"]),
+])
+def test_worker_processes_get_the_endpoint_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  flags: list[str], passed: list[str]) -> None:
+    """With FUNCTIONS_WORKER_PROCESS_COUNT > 1 every worker runs `funchost start` with the same flags."""
+    from funchost.cli import build_parser, start, supervisor
+
+    started: list[list[str]] = []
+
+    class Recording:
+        def __init__(self, argv: list[str], *rest: object) -> None:
+            started.append(argv)
+
+        def run(self) -> int:
+            return 0
+
+    monkeypatch.setattr(supervisor, "Supervisor", Recording)
+    monkeypatch.setenv(supervisor.SETTING, "2")
+    monkeypatch.delenv(supervisor.WORKER_ENV, raising=False)
+    args = build_parser().parse_args(["start", str(tmp_path), "--port", "0", *flags])
+    assert start.run(args) == 0
+    argv = started[0]
+    assert [a for a in argv if "storage-" in a] == [a for a in passed if "storage-" in a]
+    assert argv[len(argv) - len(passed):] == passed
+
+
 def test_accounts_from_connection_strings() -> None:
     key = "a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5"
     accounts = Accounts.from_settings({
