@@ -28,6 +28,7 @@ from funchost.storage.blobs import BlobChangeJournal, BlobService
 from funchost.storage.documents import DocumentStore
 from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.eventhubs import EventHubBroker
+from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.queues import QueueService
 from funchost.storage.servicebus import ServiceBusBroker
 
@@ -60,6 +61,9 @@ class StorageBackend(Protocol):
 
     def eventhubs(self, namespace: str) -> EventHubBroker:
         """The embedded Event Hubs namespace of the data folder (whatever the storage backend)."""
+
+    def invocation_history(self) -> InvocationHistoryStore:
+        """The dashboard's invocation history, kept in the data folder (whatever the backend)."""
 
     async def aclose(self) -> None: ...
 

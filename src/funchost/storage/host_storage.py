@@ -27,6 +27,7 @@ from funchost.storage.documents import DocumentStore
 from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.eventhubs import EventHubBroker
 from funchost.storage.faults import FaultInjectingQueueService
+from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.queues import QueueService
 from funchost.storage.servicebus import ServiceBusBroker
 from funchost.storage.validation import ValidatingBlobService, ValidatingQueueService
@@ -85,6 +86,9 @@ class HostStorage:
 
     def eventhubs(self, namespace: str) -> EventHubBroker:
         return self.backend.eventhubs(namespace)
+
+    def invocation_history(self) -> InvocationHistoryStore:
+        return self.backend.invocation_history()
 
     async def aclose(self) -> None:
         self._wrapped.clear()

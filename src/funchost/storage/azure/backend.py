@@ -24,6 +24,7 @@ from funchost.storage.blobs import BlobChangeJournal
 from funchost.storage.documents import DocumentStore
 from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.eventhubs import EventHubBroker
+from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.servicebus import ServiceBusBroker
 
 
@@ -93,6 +94,9 @@ class AzureStorage:
 
     def eventhubs(self, namespace: str) -> EventHubBroker:
         return self._local_backend().eventhubs(namespace)
+
+    def invocation_history(self) -> InvocationHistoryStore:
+        return self._local_backend().invocation_history()
 
     async def aclose(self) -> None:
         with self._lock:

@@ -25,6 +25,7 @@ from funchost.storage.sqlite.blobs import SqliteBlobService
 from funchost.storage.sqlite.documents import SqliteDocumentStore
 from funchost.storage.sqlite.eventgrid import SqliteEventStore
 from funchost.storage.sqlite.eventhubs import SqliteEventHubBroker
+from funchost.storage.sqlite.invocations import SqliteInvocationHistory
 from funchost.storage.sqlite.queues import SqliteQueueService
 from funchost.storage.sqlite.servicebus import SqliteServiceBusBroker
 
@@ -88,6 +89,10 @@ class EmbeddedStorage:
         name = namespace.lower()
         return self._service("eventhubs", name,
                              lambda: SqliteEventHubBroker(self.data_dir / "eventhubs" / name, name, self.clock))
+
+    def invocation_history(self) -> SqliteInvocationHistory:
+        """``<data>/dashboard/invocations.db``."""
+        return self._service("history", "", lambda: SqliteInvocationHistory(self.data_dir / "dashboard"))
 
     async def aclose(self) -> None:
         with self._lock:
