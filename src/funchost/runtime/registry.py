@@ -42,10 +42,13 @@ BINDING_MODULES: dict[str, str] = {
 
 HOST_SERVICE_MODULES: tuple[str, ...] = (
     "funchost.eventgrid.service",
+    "funchost.dashboard.service",
 )
 
 # Pieces added to every invocation, inside the Executing/Executed lines and around binding.
-MIDDLEWARE_MODULES: tuple[str, ...] = ()
+MIDDLEWARE_MODULES: tuple[str, ...] = (
+    "funchost.dashboard.recorder",  # the invocation history (docs/dashboard.md)
+)
 
 
 def _module(module_name: str) -> ModuleType | None:
