@@ -193,7 +193,7 @@ class LogCapture(logging.Handler):
         self.recorder = recorder
         self.accept = accept
 
-    def handle(self, record: logging.LogRecord) -> bool:  # type: ignore[override]
+    def handle(self, record: logging.LogRecord) -> bool:
         invocation_id = getattr(record, "invocation_id", None)
         if invocation_id is None:
             info = current_invocation.get()
