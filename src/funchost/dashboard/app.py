@@ -224,7 +224,7 @@ class DashboardApp:
             return
         body = self._static.get(name)
         if body is None:
-            body = self._static[name] = resources.files("funchost.dashboard").joinpath("static", name).read_bytes()
+            body = self._static[name] = resources.files("funchost.dashboard").joinpath("static").joinpath(name).read_bytes()
         await respond(send, 200, body, [(b"content-type", STATIC_TYPES[kind]), *SECURITY_HEADERS[:2],
                                         (b"cache-control", b"no-cache")])
 

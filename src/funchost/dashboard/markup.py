@@ -71,7 +71,7 @@ def join(*children: Child) -> Markup:
     return Markup(_children(children))
 
 
-def url(path: str, **query: Any) -> str:
+def url(path: str, /, **query: Any) -> str:
     """A dashboard URL with the query values that are set (None is left out)."""
     values = {k: v for k, v in query.items() if v is not None and v != ""}
     return path + ("?" + urlencode(values) if values else "")
