@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from funchost import __version__, logs
+from funchost.dashboard.service import DashboardService
 from funchost.errors import FunchostError
 from funchost.host import Host, HostConfig
 from funchost.storage.backend import BACKEND_MODULES
@@ -27,6 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="embedded SQLite storage (default) or the connection strings as given (Azurite/Azure)")
     parser.add_argument("--output", choices=("text", "json"), default="text",
                         help="console output: text as Core Tools prints it, or NDJSON events")
+    parser.add_argument("--no-dashboard", action="store_true",
+                        help="do not serve the dashboard at /_funchost/ nor record the invocation history")
     parser.set_defaults(handler=run)
 
 
@@ -35,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
     output = args.output
     logs.configure(output)
     config = HostConfig(app_dir=Path(args.app_dir), data_dir=Path(args.data) if args.data else None,
-                        storage=args.storage, port=args.port, bind=args.bind)
+                        storage=args.storage, port=args.port, bind=args.bind,
+                        settings_override={"FUNCHOST_DASHBOARD": "false"} if args.no_dashboard else {})
     host = Host(config)
     try:
         runtime = host.load()
@@ -131,6 +135,10 @@ def _banner(host: Host, output: str, started: float) -> None:
     if host.keys is not None:
         for line in host.keys.describe():
             logs.print_line(line, output=output, event="HostKey")
+    dashboard = runtime.services.find(DashboardService)
+    if dashboard is not None:
+        logs.print_line(f"Dashboard: {dashboard.url()} (open it once with ?code=<master key>)", output=output,
+                        event="HostDashboard", url=dashboard.url())
     logs.print_line(f"Host started ({elapsed}ms). Listening on http://{host.config.bind}:{host.port}. "
                     "Press Ctrl+C to stop.", output=output, event="HostStarted", port=host.port,
                     startupMs=elapsed)

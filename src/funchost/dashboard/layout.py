@@ -21,7 +21,7 @@ SECURITY_HEADERS: list[tuple[bytes, bytes]] = [
      b"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),  # no-referrer would make browsers send "Origin: null"
     (b"cache-control", b"no-store"),
 ]
 HTML_TYPE = (b"content-type", b"text/html; charset=utf-8")
