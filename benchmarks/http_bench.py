@@ -1,11 +1,14 @@
 """HTTP trigger throughput, latency and start-up time: funchost vs bare uvicorn.
 
     python benchmarks/http_bench.py [--duration 5] [--connections 16] [--rounds 2] [--baseline-src DIR]
+                                    [--compare-dashboard]
 
 Targets, all started as separate processes and measured by the same load generator with the
 same concurrency, interleaved round by round:
 
-* ``funchost``: ``funchost start`` on a one-function app (``GET /api/hello`` -> "Hello, world!");
+* ``funchost``: ``funchost start`` on a one-function app (``GET /api/hello`` -> "Hello, world!"),
+  with the dashboard on (the default: every invocation goes into the history);
+* ``no-dashboard`` (with ``--compare-dashboard``): the same with ``--no-dashboard``;
 * ``bare``: a raw ASGI hello-world callable on the same uvicorn (httptools + uvloop);
 * ``baseline`` (with ``--baseline-src``): the same app on funchost from another source tree
   (e.g. ``git worktree add /tmp/before <commit>``), to measure a change before and after in
@@ -130,14 +133,15 @@ def wait_ready(port: int, timeout: float = 30.0) -> float:
     raise RuntimeError(f"port {port} did not serve {PATH} within {timeout}s")
 
 
-def start_funchost(app_dir: Path, data_dir: Path, port: int, src: Path | None = None) -> subprocess.Popen[bytes]:
+def start_funchost(app_dir: Path, data_dir: Path, port: int, src: Path | None = None,
+                   extra: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
     """`funchost start`; from the source tree `src` (its `src/` folder first on the path) if given."""
     cli = "import sys; from funchost.cli import main; sys.exit(main())"
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src / "src"), env.get("PYTHONPATH")]))
     return subprocess.Popen([sys.executable, "-c", cli, "start", str(app_dir), "--port", str(port),
-                             "--data", str(data_dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+                             "--data", str(data_dir), *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
@@ -219,6 +223,8 @@ def main() -> int:
     parser.add_argument("--startup-runs", type=int, default=3)
     parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
     parser.add_argument("--baseline-src", type=Path, help="a funchost source tree to measure as 'baseline'")
+    parser.add_argument("--compare-dashboard", action="store_true",
+                        help="also measure `funchost start --no-dashboard` as 'no-dashboard'")
     args = parser.parse_args()
     client = args.client if args.client != "auto" else ("wrk" if shutil.which("wrk") else "python")
     load = run_wrk if client == "wrk" else run_python_client
@@ -238,6 +244,10 @@ def main() -> int:
             ports["baseline"] = free_port()
             processes["baseline"] = start_funchost(app_dir, work / "baseline-data", ports["baseline"],
                                                    args.baseline_src.resolve())
+        if args.compare_dashboard:
+            ports["no-dashboard"] = free_port()
+            processes["no-dashboard"] = start_funchost(app_dir, work / "no-dashboard-data", ports["no-dashboard"],
+                                                       extra=("--no-dashboard",))
         samples: dict[str, list[dict[str, float]]] = {name: [] for name in ports}
         try:
             for port in ports.values():
@@ -263,6 +273,9 @@ def main() -> int:
         if "cpu_us_per_request" in result["funchost"]:
             result["funchost_vs_baseline_cpu"] = round(
                 result["funchost"]["cpu_us_per_request"] / result["baseline"]["cpu_us_per_request"], 3)
+    if "no-dashboard" in samples:
+        result["funchost_vs_no_dashboard_rps"] = round(result["funchost"]["rps"] / result["no-dashboard"]["rps"], 3)
+        result["no_dashboard_vs_bare_rps"] = round(result["no-dashboard"]["rps"] / result["bare"]["rps"], 3)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2))
     print(f"client: {client}, {args.connections} connections, {args.rounds} x {args.duration:g}s per target")
@@ -277,6 +290,8 @@ def main() -> int:
     if "baseline" in samples:
         print(f"funchost / baseline: {result['funchost_vs_baseline_rps']:.1%} of the req/s, "
               f"{result.get('funchost_vs_baseline_cpu', float('nan')):.1%} of the CPU time per request")
+    if "no-dashboard" in samples:
+        print(f"dashboard on / off: {result['funchost_vs_no_dashboard_rps']:.1%} of the req/s")
     print(f"written to {RESULTS.relative_to(ROOT.parent)}")
     return 0
 

@@ -1,6 +1,6 @@
 """CPU cost of one invocation inside the host, without sockets or a load generator.
 
-    python benchmarks/invocation_bench.py              # [--calls 20000] [--rounds 5]
+    python benchmarks/invocation_bench.py              # [--calls 20000] [--rounds 5] [--dashboard both]
 
 Scenarios (in-process host on the real clock, `logging` at WARNING, CPU time of this process):
   executor-async          runtime.invoker.invoke() of an `async def` function with a `str`
@@ -10,8 +10,10 @@ Scenarios (in-process host on the real clock, `logging` at WARNING, CPU time of 
   http-async / http-def   one GET through the host's ASGI app (routing, request conversion,
                           invocation, response) for an `async def` and a `def` hello function
 
-Results (median and best of the rounds, microseconds per call) are printed and written to
-benchmarks/results/invocation.json.
+Each scenario runs with the dashboard on (as `funchost start` runs by default: the invocation
+history's middleware piece and its batch writer) and, as ``<scenario>/no-dashboard``, with
+``FUNCHOST_DASHBOARD=false`` (``--dashboard on|off|both``, default both). Results (median and best
+of the rounds, microseconds per call) are printed and written to benchmarks/results/invocation.json.
 """
 
 from __future__ import annotations
@@ -67,10 +69,15 @@ async def cpu_per_call(call: Callable[[], Awaitable[Any]], calls: int, rounds: i
     return {"median_us": round(statistics.median(results), 2), "best_us": round(min(results), 2)}
 
 
-async def executor(calls: int, rounds: int, host_json: dict[str, Any]) -> dict[str, float]:
+def dashboard_settings(dashboard: bool) -> dict[str, str]:
+    return {"FUNCHOST_DASHBOARD": "true" if dashboard else "false"}
+
+
+async def executor(calls: int, rounds: int, host_json: dict[str, Any], dashboard: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         write_app(Path(tmp) / "app", APP, host_json=host_json)
-        async with HostHarness(Path(tmp) / "app", data_dir=Path(tmp) / "data", clock=SystemClock()) as host:
+        async with HostHarness(Path(tmp) / "app", data_dir=Path(tmp) / "data", clock=SystemClock(),
+                               settings=dashboard_settings(dashboard)) as host:
             function = host.runtime.functions["on_message"]
             invoker = host.runtime.invoker
 
@@ -81,10 +88,11 @@ async def executor(calls: int, rounds: int, host_json: dict[str, Any]) -> dict[s
             return await cpu_per_call(call, calls, rounds)
 
 
-async def http(calls: int, rounds: int, path: str) -> dict[str, float]:
+async def http(calls: int, rounds: int, path: str, dashboard: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         write_app(Path(tmp) / "app", APP)
-        async with HostHarness(Path(tmp) / "app", data_dir=Path(tmp) / "data", clock=SystemClock()) as host:
+        async with HostHarness(Path(tmp) / "app", data_dir=Path(tmp) / "data", clock=SystemClock(),
+                               settings=dashboard_settings(dashboard)) as host:
             from funchost.triggers.http.keys import KeyStore
             from funchost.triggers.http.server import create_asgi_app
 
@@ -113,18 +121,25 @@ async def http(calls: int, rounds: int, path: str) -> dict[str, float]:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     logging.getLogger().setLevel(logging.WARNING)
     no_timeout = {"version": "2.0", "functionTimeout": "-1"}
-    return {
-        "executor-async": await executor(args.calls, args.rounds, no_timeout),
-        "executor-async-timeout": await executor(args.calls, args.rounds, {"version": "2.0"}),
-        "http-async": await http(args.calls // 4, args.rounds, "/api/async"),
-        "http-def": await http(args.calls // 4, args.rounds, "/api/def"),
-    }
+    modes = {"on": [True], "off": [False], "both": [True, False]}[args.dashboard]
+    results: dict[str, Any] = {}
+    # Alternated, so a change in the machine's load touches both modes alike.
+    for dashboard in modes:
+        suffix = "" if dashboard else "/no-dashboard"
+        results["executor-async" + suffix] = await executor(args.calls, args.rounds, no_timeout, dashboard)
+        results["executor-async-timeout" + suffix] = await executor(args.calls, args.rounds, {"version": "2.0"},
+                                                                    dashboard)
+        results["http-async" + suffix] = await http(args.calls // 4, args.rounds, "/api/async", dashboard)
+        results["http-def" + suffix] = await http(args.calls // 4, args.rounds, "/api/def", dashboard)
+    return results
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--dashboard", choices=("on", "off", "both"), default="both",
+                        help="measure with the dashboard's invocation history on, off, or both (default)")
     args = parser.parse_args()
     scenarios = asyncio.run(run(args))
     for name, figures in scenarios.items():

@@ -77,13 +77,22 @@ async def test_paging_with_seq_cursors(history: InvocationHistoryStore) -> None:
     assert [s.record.id for s in newer] == ["id-9", "id-8", "id-7", "id-6"]
 
 
-async def test_an_id_written_twice_is_one_record(history: InvocationHistoryStore) -> None:
+async def test_get_answers_the_latest_record_of_an_id(history: InvocationHistoryStore) -> None:
     await history.append([record(1, logs=(LogLine(1.0, "INFO", "c", "first"),))])
     await history.append([record(1, outcome=FAILED)])
-    found = await history.recent()
-    assert len(found) == 1 and found[0].record.outcome == FAILED
     stored = await history.get("id-1")
-    assert stored is not None and stored.record.logs == ()
+    assert stored is not None and stored.record.outcome == FAILED and stored.record.logs == ()
+
+
+async def test_seq_keeps_growing_after_a_prune_and_across_batches(history: InvocationHistoryStore) -> None:
+    await history.append([record(1), record(2)])
+    top = await history.last_seq()
+    await history.prune(max_count=0, oldest_started=0)
+    await history.append([record(3, logs=(LogLine(1.0, "INFO", "c", "three"),))])
+    found = await history.recent()
+    assert found[0].seq > top
+    stored = await history.get("id-3")
+    assert stored is not None and [line.message for line in stored.record.logs] == ["three"]
 
 
 async def test_prune_by_count_keeps_the_newest(history: InvocationHistoryStore) -> None:

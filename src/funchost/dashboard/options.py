@@ -25,7 +25,7 @@ ALLOW_REMOTE_SETTING = "FUNCHOST_DASHBOARD_ALLOW_REMOTE"
 
 DEFAULT_HISTORY_COUNT = 10_000
 DEFAULT_HISTORY_AGE = 7 * 24 * 3600.0
-MAX_HISTORY_COUNT = 1_000_000
+MAX_HISTORY_COUNT = 100_000  # the pages scan the history (storage/sqlite/invocations.py)
 FLUSH_INTERVAL = 0.5  # seconds a finished invocation may wait before its batch is written
 FLUSH_BATCH = 500  # a batch this large is written at once
 PENDING_LIMIT = 50_000  # records waiting for the writer; past it the oldest are dropped (counted)

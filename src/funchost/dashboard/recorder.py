@@ -236,26 +236,32 @@ def to_record(request: InvocationRequest, result: InvocationResult, attempt: Att
         if result.error is not None:
             exc = result.error
             stack = clip("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip())
-    details: Mapping[str, Any] = request.details
+    function = request.function
     return InvocationRecord(
-        id=request.invocation_id, function=request.function.name, trigger=request.function.trigger_type,
-        reason=request.reason, started=attempt.started, duration_ms=result.duration_ms,
-        outcome=SUCCEEDED if result.succeeded else FAILED, error=error, stack=stack,
-        details=dict(details), result=result_summary(request, result) if result.succeeded else None,
-        retry_count=retry_count, logs=tuple(attempt.lines), dropped_logs=attempt.dropped)
+        request.invocation_id, function.name, function.trigger_type, request.reason, attempt.started,
+        result.duration_ms, SUCCEEDED if result.succeeded else FAILED, error, stack, request.details,
+        result_summary(request, result) if result.succeeded else None, retry_count, tuple(attempt.lines),
+        attempt.dropped)
 
 
 def result_summary(request: InvocationRequest, result: InvocationResult) -> str | None:
     """"HTTP 201" for an HTTP function's response; the output bindings written otherwise."""
-    from funchost.triggers.http.app import http_output_name
-    from funchost.triggers.http.conversion import response_from_output
-
-    function = request.function
-    outputs = dict(result.outputs)
+    outputs = result.outputs
+    if not outputs:
+        return "HTTP 200" if request.function.is_http else None  # no output: the host answers 200
+    names = sorted(outputs)
     parts = []
-    http_name = http_output_name(function) if function.is_http else None
-    if http_name is not None:
-        parts.append(f"HTTP {response_from_output(outputs.pop(http_name, None)).status}")
-    if outputs:
-        parts.append("outputs: " + ", ".join(sorted(outputs)))
+    for name in names:
+        datum = outputs[name]
+        if datum.type == "http" and isinstance(datum.value, Mapping):
+            names.remove(name)
+            parts.append(f"HTTP {_status(datum.value.get('status_code'))}")
+            break
+    if names:
+        parts.append("outputs: " + ", ".join(names))
     return "; ".join(parts) or None
+
+
+def _status(value: Any) -> str:
+    raw = getattr(value, "value", value)
+    return str(raw) if raw not in (None, "") else "200"

@@ -22,7 +22,7 @@ MAX_LOG_LINES = 200  # per invocation; later lines are counted, not kept
 MAX_MESSAGE_CHARS = 8_000  # per log line, error message or stack trace
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LogLine:
     time: float  # seconds since the epoch
     level: str  # "INFO", "WARNING", ...
@@ -30,7 +30,7 @@ class LogLine:
     message: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: built for every invocation, and frozen fields cost a call each
 class InvocationRecord:
     id: str
     function: str
@@ -65,15 +65,16 @@ class FunctionActivity:
 
 class InvocationHistoryStore(Protocol):
     async def append(self, records: Sequence[InvocationRecord]) -> None:
-        """Store the records and their log lines in one transaction; an id already stored is
-        replaced (a record written twice is one record)."""
+        """Store the records and their log lines in one transaction, in this order (each gets
+        the next seq). Invocation ids are unique by construction; `get` answers the last one."""
 
     async def recent(self, *, function: str | None = None, outcome: str | None = None, limit: int = 50,
                      before_seq: int | None = None, after_seq: int | None = None) -> list[StoredInvocation]:
         """Newest first, without log lines. `function` compares case-insensitively."""
 
     async def get(self, invocation_id: str) -> StoredInvocation | None:
-        """One record with its log lines (in the order they were written)."""
+        """One record with its log lines (in the order they were written); the latest written
+        if the id was written more than once."""
 
     async def activity(self) -> list[FunctionActivity]:
         """Per function: how many records, how many failed, the last start and outcome."""

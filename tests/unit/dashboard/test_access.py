@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+from tests.unit.dashboard.support import SECRET, cookie_of, csrf_of, dashboard_host, flushed, page, sign_in
 
 from funchost.dashboard.auth import csrf_token, session_token
-from tests.unit.dashboard.support import SECRET, cookie_of, csrf_of, dashboard_host, flushed, page, sign_in
 
 SECTIONS = ["functions", "invocations", "queues", "blobs", "timers", "eventgrid", "changefeed", "servicebus",
             "eventhubs"]

@@ -6,8 +6,9 @@ import base64
 import re
 from pathlib import Path
 
-from funchost.documents import connect
 from tests.unit.dashboard.support import dashboard, dashboard_host, flushed, page
+
+from funchost.documents import connect
 
 
 async def test_functions_lists_each_function_and_the_reason_of_the_one_in_error(tmp_path: Path) -> None:

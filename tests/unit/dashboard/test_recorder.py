@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from azure.functions.meta import Datum
+from tests.unit.dashboard.support import dashboard, dashboard_host
 
 from funchost.clock import ManualClock
 from funchost.dashboard.options import DashboardOptions
@@ -16,7 +17,6 @@ from funchost.dashboard.recorder import HistoryRecorder, LogCapture, middleware,
 from funchost.invocation.contracts import InvocationRequest
 from funchost.storage.invocations import FAILED, InvocationRecord
 from funchost.testing import HostHarness, write_app
-from tests.unit.dashboard.support import dashboard, dashboard_host
 
 APP = """
 import logging

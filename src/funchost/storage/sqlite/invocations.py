@@ -1,7 +1,12 @@
 """The invocation history on embedded SQLite: ``<data>/dashboard/invocations.db``.
 
 Two tables: one row per invocation and its log lines (deleted with it). Writes come in batches
-from the dashboard's recorder, so one `BEGIN IMMEDIATE` transaction holds many records.
+from the dashboard's recorder: one `BEGIN IMMEDIATE` transaction and one statement per table for
+a whole batch, the rows numbered by the writer (the transaction keeps other processes out).
+
+The only index is the row number: an index on the (random) invocation ids or on function names
+would cost more on every write than the scans it saves on the few page views, over a history
+bounded to `MAX_HISTORY_COUNT` rows.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ DB_FILE = "invocations.db"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS invocations (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
+    id TEXT NOT NULL,
     function TEXT NOT NULL COLLATE NOCASE,
     trigger TEXT NOT NULL,
     reason TEXT NOT NULL,
@@ -40,8 +45,6 @@ CREATE TABLE IF NOT EXISTS invocations (
     retry_count INTEGER NOT NULL,
     dropped_logs INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS invocations_function ON invocations(function, seq);
-CREATE INDEX IF NOT EXISTS invocations_started ON invocations(started);
 CREATE TABLE IF NOT EXISTS invocation_logs (
     invocation_seq INTEGER NOT NULL REFERENCES invocations(seq) ON DELETE CASCADE,
     n INTEGER NOT NULL,
@@ -50,7 +53,7 @@ CREATE TABLE IF NOT EXISTS invocation_logs (
     category TEXT NOT NULL,
     message TEXT NOT NULL,
     PRIMARY KEY (invocation_seq, n)
-)
+) WITHOUT ROWID
 """
 
 _COLUMNS = ("seq, id, function, trigger, reason, started, duration_ms, outcome, error, stack, details, "
@@ -80,7 +83,8 @@ class SqliteInvocationHistory:
 
     async def get(self, invocation_id: str) -> StoredInvocation | None:
         def read(conn: sqlite3.Connection) -> StoredInvocation | None:
-            row = conn.execute(f"SELECT {_COLUMNS} FROM invocations WHERE id = ?", (invocation_id,)).fetchone()
+            row = conn.execute(f"SELECT {_COLUMNS} FROM invocations WHERE id = ? ORDER BY seq DESC LIMIT 1",
+                               (invocation_id,)).fetchone()
             if row is None:
                 return None
             lines = conn.execute("SELECT time, level, category, message FROM invocation_logs "
@@ -110,7 +114,15 @@ class SqliteInvocationHistory:
 
     async def prune(self, *, max_count: int, oldest_started: float) -> int:
         def delete(conn: sqlite3.Connection) -> int:
-            deleted = conn.execute("DELETE FROM invocations WHERE started < ?", (oldest_started,)).rowcount
+            # Records are written about in the order they start: the ones too old are the first in seq
+            # order, so this scan stops at the first record young enough (no index on `started`).
+            young = conn.execute("SELECT seq FROM invocations WHERE started >= ? ORDER BY seq LIMIT 1",
+                                 (oldest_started,)).fetchone()
+            if young is None:
+                deleted = conn.execute("DELETE FROM invocations").rowcount
+            else:
+                deleted = conn.execute("DELETE FROM invocations WHERE seq < ? AND started < ?",
+                                       (young[0], oldest_started)).rowcount
             if max_count <= 0:
                 return int(deleted + conn.execute("DELETE FROM invocations").rowcount)
             # The newest record past the limit: it and everything written before it go.
@@ -126,18 +138,21 @@ class SqliteInvocationHistory:
         await self.db.aclose()
 
 
+_encode = json.JSONEncoder(default=str).encode  # one encoder: json.dumps(default=...) builds one per call
+_INSERT = f"INSERT INTO invocations ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+
+
 def _append(conn: sqlite3.Connection, records: Sequence[InvocationRecord]) -> None:
-    for r in records:
-        conn.execute("DELETE FROM invocations WHERE id = ?", (r.id,))
-        cursor = conn.execute(
-            f"INSERT INTO invocations ({_COLUMNS.partition(', ')[2]}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (r.id, r.function, r.trigger, r.reason, r.started, r.duration_ms, r.outcome, r.error, r.stack,
-             json.dumps(dict(r.details), default=str), r.result, r.retry_count, r.dropped_logs))
-        seq = cursor.lastrowid
-        if r.logs:
-            conn.executemany("INSERT INTO invocation_logs VALUES (?,?,?,?,?,?)",
-                             [(seq, n, line.time, line.level, line.category, line.message)
-                              for n, line in enumerate(r.logs)])
+    last = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'invocations'").fetchone()
+    first = (last[0] if last else 0) + 1
+    conn.executemany(_INSERT, [
+        (seq, r.id, r.function, r.trigger, r.reason, r.started, r.duration_ms, r.outcome, r.error, r.stack,
+         _encode(r.details) if r.details else "{}", r.result, r.retry_count, r.dropped_logs)
+        for seq, r in enumerate(records, first)])
+    lines = [(seq, n, line.time, line.level, line.category, line.message)
+             for seq, r in enumerate(records, first) if r.logs for n, line in enumerate(r.logs)]
+    if lines:
+        conn.executemany("INSERT INTO invocation_logs VALUES (?,?,?,?,?,?)", lines)
 
 
 def _stored(row: sqlite3.Row, logs: tuple[LogLine, ...]) -> StoredInvocation:
