@@ -71,7 +71,24 @@ class Attempt:
         self.dropped = 0
 
 
-_Done = tuple[InvocationRequest, InvocationResult, Attempt, int]
+class Done:
+    """A finished attempt waiting for the writer: only what its record needs, so the request and
+    result (trigger data, outputs) are freed at once instead of living on until the next batch."""
+
+    __slots__ = ("attempt", "details", "duration_ms", "error", "function", "id", "reason", "result", "retry_count")
+
+    def __init__(self, request: InvocationRequest, result: InvocationResult, attempt: Attempt,
+                 retry_count: int) -> None:
+        self.id = request.invocation_id
+        self.function = request.function
+        self.reason = request.reason
+        self.details = request.details
+        self.attempt = attempt
+        self.duration_ms = result.duration_ms
+        self.error = None if result.succeeded else (result.error, result.error_message)
+        self.result = result_summary(request, result) if result.succeeded else None
+        self.retry_count = retry_count
+
 
 
 class HistoryRecorder:
@@ -81,7 +98,7 @@ class HistoryRecorder:
         self.running: dict[str, Attempt] = {}  # invocation id -> attempt, while it runs
         self.dropped = 0  # attempts never written (the writer was too far behind)
         self.notifier = Notifier()  # told after each batch is written
-        self._pending: deque[_Done] = deque()
+        self._pending: deque[Done] = deque()
         self._wake = asyncio.Event()  # the first attempt of a batch is waiting
         self._full = asyncio.Event()  # a whole batch is waiting
         self._store: InvocationHistoryStore | None = None
@@ -105,7 +122,7 @@ class HistoryRecorder:
         if len(pending) >= self.options.pending_limit:
             pending.popleft()
             self.dropped += 1
-        pending.append((request, result, attempt, retry.retry_count if retry is not None else 0))
+        pending.append(Done(request, result, attempt, retry.retry_count if retry is not None else 0))
         if len(pending) == 1:
             self._wake.set()
         elif len(pending) >= self.options.flush_batch:
@@ -148,7 +165,7 @@ class HistoryRecorder:
         self._pending.clear()
         written = 0
         if batch:
-            records = [to_record(*done) for done in batch]
+            records = [to_record(done) for done in batch]
             try:
                 await store.append(records)
                 written = len(records)
@@ -162,7 +179,7 @@ class HistoryRecorder:
             self.notifier.notify()
         return written
 
-    def _requeue(self, batch: list[_Done]) -> None:
+    def _requeue(self, batch: list[Done]) -> None:
         room = max(0, self.options.pending_limit - len(self._pending))
         keep = batch[-room:] if room else []
         self.dropped += len(batch) - len(keep)
@@ -228,20 +245,18 @@ def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more characters)"
 
 
-def to_record(request: InvocationRequest, result: InvocationResult, attempt: Attempt, retry_count: int
-              ) -> InvocationRecord:
+def to_record(done: Done) -> InvocationRecord:
     error = stack = None
-    if not result.succeeded:
-        error = clip(result.error_message or "the invocation failed")
-        if result.error is not None:
-            exc = result.error
+    if done.error is not None:
+        exc, message = done.error
+        error = clip(message or "the invocation failed")
+        if exc is not None:
             stack = clip("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip())
-    function = request.function
+    attempt, function = done.attempt, done.function
     return InvocationRecord(
-        request.invocation_id, function.name, function.trigger_type, request.reason, attempt.started,
-        result.duration_ms, SUCCEEDED if result.succeeded else FAILED, error, stack, request.details,
-        result_summary(request, result) if result.succeeded else None, retry_count, tuple(attempt.lines),
-        attempt.dropped)
+        done.id, function.name, function.trigger_type, done.reason, attempt.started, done.duration_ms,
+        SUCCEEDED if done.error is None else FAILED, error, stack, done.details, done.result, done.retry_count,
+        tuple(attempt.lines), attempt.dropped)
 
 
 def result_summary(request: InvocationRequest, result: InvocationResult) -> str | None:
