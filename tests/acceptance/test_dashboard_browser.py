@@ -133,3 +133,52 @@ def test_the_dashboard_in_headless_chromium(host: RunningHost, tmp_path: Path) -
 
     # The cookie is the browser's only: the same page without it is still 401.
     assert httpx.get(f"{dashboard}/invocations", timeout=10).status_code == 401
+
+
+def test_an_open_event_stream_does_not_hold_up_the_stop(host: RunningHost) -> None:
+    """Live streams end when the host stops, instead of waiting out the 30 s shutdown timeout."""
+    import threading
+    import time
+
+    chunks: list[bytes] = []
+    opened = threading.Event()
+
+    def listen() -> None:
+        headers = {"x-functions-key": host.master_key}
+        with httpx.stream("GET", f"{host.base_url}/_funchost/events?page=queues", headers=headers,
+                          timeout=60) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/event-stream")
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                opened.set()
+
+    reader = threading.Thread(target=listen, daemon=True)
+    reader.start()
+    assert opened.wait(10), "the event stream sent nothing"
+    time.sleep(2.5)  # a queues page is refreshed every 2 s
+    assert b"event: changed\ndata: resources" in b"".join(chunks)
+    started = time.monotonic()
+    code, output = stop_funchost(host)
+    assert code == 0, output
+    assert time.monotonic() - started < 10
+    reader.join(5)
+    assert not reader.is_alive()
+
+
+def test_the_start_banner_names_the_dashboard_and_no_dashboard_turns_it_off(tmp_path: Path) -> None:
+    app = write_app(tmp_path / "app", APP)
+    running = start_funchost(app, data_dir=tmp_path / "data")
+    try:
+        assert running.wait_for_output(f"Dashboard: http://localhost:{running.port}/_funchost/ "
+                                       "(open it once with ?code=<master key>)")
+    finally:
+        stop_funchost(running)
+    quiet = start_funchost(app, "--no-dashboard", data_dir=tmp_path / "data-off")
+    try:
+        response = httpx.get(f"{quiet.base_url}/_funchost/", headers=quiet.admin_headers, timeout=10)
+        assert response.status_code == 404
+        assert "Dashboard:" not in quiet.output()
+        assert not (tmp_path / "data-off" / "dashboard").exists()
+    finally:
+        stop_funchost(quiet)
