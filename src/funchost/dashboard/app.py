@@ -74,7 +74,7 @@ class DashboardApp:
         segments = [s for s in rest.split("/") if s]
         method = scope["method"]
         if method in ("GET", "HEAD"):
-            await self._get(segments, request, gate, scope, receive, send)
+            await self._get(segments, request, gate, receive, send)
         elif method == "POST" and len(segments) == 2:
             await self._post(segments[0], segments[1], request, access, gate, scope, receive, send)
         else:
@@ -82,8 +82,7 @@ class DashboardApp:
 
     # -- pages ------------------------------------------------------------------------------------
 
-    async def _get(self, segments: list[str], request: Request, gate: Gate, scope: Scope, receive: Receive,
-                   send: Send) -> None:
+    async def _get(self, segments: list[str], request: Request, gate: Gate, receive: Receive, send: Send) -> None:
         pages = self.dashboard.pages
         if not segments:
             await respond(send, 303, b"", [(b"location", f"{self.prefix}/{pages[0].slug}".encode())])
