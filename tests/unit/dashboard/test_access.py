@@ -10,7 +10,7 @@ from tests.unit.dashboard.support import SECRET, cookie_of, csrf_of, dashboard_h
 
 from funchost.dashboard.auth import csrf_token, session_token
 
-SECTIONS = ["functions", "invocations", "queues", "blobs", "timers", "eventgrid", "changefeed", "servicebus",
+SECTIONS = ["functions", "invocations", "durable", "queues", "blobs", "timers", "eventgrid", "changefeed", "servicebus",
             "eventhubs"]
 
 

@@ -14,6 +14,7 @@ from funchost.dashboard.page import Page
 PAGE_MODULES: tuple[str, ...] = (
     "funchost.dashboard.pages.functions",
     "funchost.dashboard.pages.invocations",
+    "funchost.dashboard.pages.durable",
     "funchost.dashboard.pages.queues",
     "funchost.dashboard.pages.blobs",
     "funchost.dashboard.pages.timers",
