@@ -203,7 +203,7 @@ class DashboardApp:
 
         watcher = asyncio.get_running_loop().create_task(watch_disconnect())
         try:
-            stream = live.changes(dashboard.notifier, dashboard.runtime.clock, polled=page is None or page.polled,
+            stream = live.changes(dashboard.notifier, dashboard.runtime.clock, polled=dashboard.polled(page),
                                   stopping=lambda: gone.is_set() or dashboard.stopping())
             async for chunk in stream:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Awaitable
 from typing import Any
 
+from funchost.cli import supervisor
 from funchost.dashboard.app import DashboardApp
 from funchost.dashboard.layout import NavItem
 from funchost.dashboard.notifier import Notifier
@@ -44,6 +45,9 @@ class DashboardService:
         self._capture: LogCapture | None = None
         self._stopping = False
         self._background: set[asyncio.Task[Any]] = set()
+        # One of several worker processes (FUNCTIONS_WORKER_PROCESS_COUNT): they share the history,
+        # but this one's notifier hears only its own invocations, so every section is polled.
+        self.shared_history = supervisor.is_worker()
 
     @property
     def notifier(self) -> Notifier | None:
@@ -54,6 +58,10 @@ class DashboardService:
 
     def navigation(self) -> list[NavItem]:
         return [NavItem(p.slug, p.title) for p in self.pages if p.applies(self.runtime)]
+
+    def polled(self, page: Page | None) -> bool:
+        """Whether the live view of `page` refreshes on a timer as well as on this host's writes."""
+        return page is None or page.polled or self.shared_history
 
     def stopping(self) -> bool:
         """The host is stopping, or has stopped serving HTTP: live streams end."""

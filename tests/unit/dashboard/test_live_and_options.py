@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -83,3 +84,17 @@ def test_markup_escapes_text_and_attributes() -> None:
     assert tag("a", "x", href='"><script>') == '<a href="&quot;&gt;&lt;script&gt;">x</a>'
     assert tag("td", [tag("b", "ok"), "<i>"]) == "<td><b>ok</b>&lt;i&gt;</td>"
     assert escape(None) == "" and url("/p", a=None, b="x y") == "/p?b=x+y"
+
+
+async def test_a_worker_process_polls_every_section_as_others_write_the_shared_history(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.unit.dashboard.support import dashboard, dashboard_host
+
+    async with dashboard_host(tmp_path / "one") as host:
+        service = dashboard(host)
+        invocations = next(p for p in service.pages if p.slug == "invocations")
+        assert not service.polled(invocations)  # one process: its own writes announce every change
+    monkeypatch.setenv("FUNCHOST_WORKER_INDEX", "1")
+    async with dashboard_host(tmp_path / "worker") as host:
+        service = dashboard(host)
+        assert service.polled(next(p for p in service.pages if p.slug == "invocations"))
