@@ -3,8 +3,9 @@ a real `funchost start`.
 
 It opens the dashboard with the master key, sees the functions and the one in error with its
 reason, calls an HTTP function and sees the invocation appear without a reload, opens it and
-reads its log line, redrives a poison message and sees the queue depth change; a request without
-the key gets 401. Screenshots go to ``test-artifacts/dashboard/`` (``FUNCHOST_TEST_ARTIFACTS``
+reads its log line, redrives a poison message and sees the queue depth change, raises the event
+a Durable orchestration waits for and sees it complete on its timeline; a request without the
+key gets 401. Screenshots go to ``test-artifacts/dashboard/`` (``FUNCHOST_TEST_ARTIFACTS``
 moves them).
 """
 
@@ -33,7 +34,8 @@ ARTIFACTS = Path(os.environ.get("FUNCHOST_TEST_ARTIFACTS")
 APP = """
 import logging
 import azure.functions as func
-app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+import azure.durable_functions as df
+app = df.DFApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 
 @app.route(route="hello")
 def hello(req: func.HttpRequest) -> func.HttpResponse:
@@ -48,6 +50,17 @@ def orders(msg: func.QueueMessage) -> None:
 @app.timer_trigger(arg_name="timer", schedule="0 0 * * * *")
 def hourly(timer: func.TimerRequest) -> None:
     pass
+
+@app.route(route="approvals/{id}", methods=["POST"])
+@app.durable_client_input(client_name="client")
+async def ask(req: func.HttpRequest, client) -> func.HttpResponse:
+    await client.start_new("approval", req.route_params["id"], None)
+    return func.HttpResponse("started", status_code=202)
+
+@app.orchestration_trigger(context_name="context")
+def approval(context):
+    answer = yield context.wait_for_external_event("decision")
+    return f"decided: {answer}"
 
 @app.generic_trigger(arg_name="x", type="madeUpTrigger")
 def madeup(x: str) -> None:
@@ -121,6 +134,23 @@ def test_the_dashboard_in_headless_chromium(host: RunningHost, tmp_path: Path) -
             expect(page.get_by_text("Moved 1 message(s) from 'parked-poison' to 'parked'.")).to_be_visible()
             expect(summary).to_have_text("2 message(s); poison queue: 0 message(s)")
             page.screenshot(path=str(ARTIFACTS / "queue.png"), full_page=True)
+
+            # A Durable orchestration waits for an event: raise it from its page, see it complete.
+            assert httpx.post(f"{host.base_url}/api/approvals/order-7", timeout=10).status_code == 202
+            page.goto(f"{dashboard}/durable")
+            page.get_by_role("table", name="Orchestration instances, newest first").get_by_role(
+                "link", name="order-7").click()
+            expect(page.get_by_role("heading", name="Instance order-7")).to_be_visible()
+            history = page.get_by_role("list", name="History")
+            expect(history.get_by_text("ExecutionStarted")).to_be_visible(timeout=15_000)
+            page.get_by_label("Event name").fill("decision")
+            page.get_by_label("Data (JSON)").fill('"yes"')
+            page.get_by_role("button", name="Raise event").click()
+            expect(page.get_by_text("Raised 'decision' for 'order-7'.")).to_be_visible()
+            expect(history.get_by_text("EventRaised")).to_be_visible(timeout=15_000)
+            expect(page.locator("#live-instance")).to_contain_text("decided: yes", timeout=15_000)
+            expect(page.get_by_role("button", name="Raise event")).to_have_count(0)  # finished: no more events
+            page.screenshot(path=str(ARTIFACTS / "durable.png"), full_page=True)
 
             # Keyboard: the skip link is the first stop and leads to the content.
             page.goto(f"{dashboard}/functions")

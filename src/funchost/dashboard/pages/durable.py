@@ -178,7 +178,8 @@ def _actions(view: View, record: InstanceRecord) -> Markup:
     parts.append(view.form("purge", "Purge", fields={**fields, "back": view.href()}, danger=True,
                            describe=f"Delete instance {record.instance_id} and its history",
                            confirm=f"Delete '{record.instance_id}' and its history?"))
-    return tag("div", parts, class_="actions")
+    # Live: the forms for a running instance go once it finishes.
+    return tag("div", parts, class_="actions", data_live="actions", id="live-actions")
 
 
 async def _instance(view: View, instance_id: str) -> Markup:
