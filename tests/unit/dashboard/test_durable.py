@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.unit.dashboard.support import cookie_of, csrf_of, dashboard_host, page, sign_in
+from tests.unit.dashboard.support import cookie_of, csrf_of, dashboard_host, flushed, page, sign_in
 
 from funchost.testing import HostHarness
 
@@ -103,6 +103,10 @@ async def test_an_instance_shows_its_status_and_history_as_a_timeline(tmp_path: 
         failed = (await page(host, "durable/broken")).text
         assert '<li class="event failed">' in failed and "exploded &lt;script&gt;" in failed
         assert "<script>" not in failed.replace('<script src="/_funchost/static/dashboard.js" defer></script>', "")
+        await flushed(host)  # orchestrator and activity runs are invocations like any other
+        invocations = (await page(host, "invocations")).text
+        for name in ("hello", "greet", "failing", "explode"):
+            assert f'aria-label="Invocation of {name} at' in invocations, name
         missing = await page(host, "durable/nope")
         assert missing.status_code == 404 and "no orchestration instance &#x27;nope&#x27;" in missing.text
 
