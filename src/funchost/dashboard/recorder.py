@@ -26,6 +26,7 @@ from funchost.dashboard.notifier import Notifier
 from funchost.dashboard.options import DashboardOptions, from_settings
 from funchost.invocation.context import current_invocation
 from funchost.invocation.contracts import InvocationRequest, InvocationResult
+from funchost.invocation.http_response import HttpResponseDatum
 from funchost.invocation.middleware import CallNext, Invocation, Middleware
 from funchost.storage.invocations import (
     FAILED,
@@ -88,7 +89,6 @@ class Done:
         self.error = None if result.succeeded else (result.error, result.error_message)
         self.result = result_summary(request, result) if result.succeeded else None
         self.retry_count = retry_count
-
 
 
 class HistoryRecorder:
@@ -268,6 +268,10 @@ def result_summary(request: InvocationRequest, result: InvocationResult) -> str 
     parts = []
     for name in names:
         datum = outputs[name]
+        if isinstance(datum, HttpResponseDatum):  # the lean path's response: read it without building Datums
+            names.remove(name)
+            parts.append(f"HTTP {_status(datum.parts.status_code)}")
+            break
         if datum.type == "http" and isinstance(datum.value, Mapping):
             names.remove(name)
             parts.append(f"HTTP {_status(datum.value.get('status_code'))}")

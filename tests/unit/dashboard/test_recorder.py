@@ -196,3 +196,25 @@ async def test_with_the_dashboard_off_nothing_is_recorded(tmp_path: Path) -> Non
         assert (await host.runtime.invoker.invoke(request(host, "work", "x"))).succeeded
         assert not any(isinstance(h, LogCapture) for h in logging.getLogger().handlers)
         assert middleware(host.runtime) is pass_through
+
+
+def test_a_lean_http_response_is_summarised_without_building_its_datum() -> None:
+    from types import SimpleNamespace
+
+    import azure.functions as func
+
+    from funchost.dashboard.recorder import result_summary
+    from funchost.invocation.http_response import HttpResponseDatum, encode_response
+
+    response = encode_response(func.HttpResponse("made", status_code=201))
+    assert isinstance(response, HttpResponseDatum)
+
+    def refuse() -> dict[str, object]:
+        raise AssertionError("the recorder built the response's Datum")
+
+    response._build = refuse  # what the lean path saves: the Datums are never built
+    request = SimpleNamespace(function=SimpleNamespace(is_http=True))
+    result = SimpleNamespace(outputs={"$return": response})
+    assert result_summary(request, result) == "HTTP 201"  # type: ignore[arg-type]
+    converter_style = Datum(type="http", value={"status_code": Datum("404", "string")})
+    assert result_summary(request, SimpleNamespace(outputs={"$return": converter_style})) == "HTTP 404"  # type: ignore[arg-type]
