@@ -2,6 +2,7 @@
 
     python benchmarks/invocation_bench.py                    # [--calls 20000] [--rounds 3]
     python benchmarks/invocation_bench.py --baseline-src DIR # the same scenarios on another source tree
+    python benchmarks/invocation_bench.py --dashboard both   # each scenario with the dashboard on and off
 
 Each scenario runs in its own process (in-process host on the real clock, `logging` at WARNING
 unless stated, CPU time of that process per call); with ``--baseline-src`` the baseline tree
@@ -20,6 +21,11 @@ before/after ratio comes from one run on the same machine.
                           check, invocation, delete) with storage calls that do nothing, for an
                           `async def` / `def` function taking `str`, and an `async def` taking
                           `func.QueueMessage`: the per-message cost beyond the storage calls
+
+The dashboard (the invocation history's middleware piece and its batch writer) is on in every
+scenario, as `funchost start` runs by default (``--dashboard on``); ``--dashboard off`` measures
+with ``FUNCHOST_DASHBOARD=false``, and ``--dashboard both`` measures both, alternating round by
+round, the off figures under ``<scenario>/no-dashboard``.
 
 Results (min / median / max of the rounds, microseconds of CPU per call) are printed and written
 to benchmarks/results/invocation.json.
@@ -85,12 +91,15 @@ async def cpu_per_call(call: Callable[[], Awaitable[Any]], calls: int) -> float:
     return (time.process_time() - started) / calls * 1e6
 
 
+DASHBOARD = {"FUNCHOST_DASHBOARD": "true"}  # the child's mode (--child-dashboard)
+
+
 def _harness(tmp: str, host_json: dict[str, Any] | None = None) -> Any:
     from funchost.clock import SystemClock
     from funchost.testing import HostHarness, write_app
 
     write_app(Path(tmp) / "app", APP, host_json=host_json)
-    return HostHarness(Path(tmp) / "app", data_dir=Path(tmp) / "data", clock=SystemClock())
+    return HostHarness(Path(tmp) / "app", data_dir=Path(tmp) / "data", clock=SystemClock(), settings=DASHBOARD)
 
 
 async def executor(calls: int, host_json: dict[str, Any]) -> float:
@@ -200,11 +209,12 @@ async def scenario(name: str, calls: int) -> float:
     return await runs[name]()
 
 
-def run_child(name: str, calls: int, src: Path | None) -> float:
+def run_child(name: str, calls: int, src: Path | None, dashboard: bool = True) -> float:
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src / "src"), env.get("PYTHONPATH")]))
-    out = subprocess.run([sys.executable, __file__, "--child", name, "--calls", str(calls)], env=env,
+    out = subprocess.run([sys.executable, __file__, "--child", name, "--calls", str(calls),
+                          "--child-dashboard", "true" if dashboard else "false"], env=env,
                          capture_output=True, text=True, check=True).stdout
     return float(out.strip().splitlines()[-1])
 
@@ -220,12 +230,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", default=None, help="comma-separated scenario names")
     parser.add_argument("--baseline-src", type=Path, help="a funchost source tree to measure as 'baseline'")
+    parser.add_argument("--dashboard", choices=("on", "off", "both"), default="on",
+                        help="measure with the dashboard's invocation history on (default), off, or both")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--child-dashboard", default="true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
+        DASHBOARD["FUNCHOST_DASHBOARD"] = args.child_dashboard
         print(asyncio.run(scenario(args.child, args.calls)))
         return
-    names = args.only.split(",") if args.only else list(SCENARIOS)
+    scenario_names = args.only.split(",") if args.only else list(SCENARIOS)
+    modes = {"on": (True,), "off": (False,), "both": (True, False)}[args.dashboard]
+    names = [name + ("" if dashboard else "/no-dashboard") for name in scenario_names for dashboard in modes]
     trees: dict[str, Path | None] = {"current": None}
     if args.baseline_src is not None:
         trees["baseline"] = args.baseline_src.resolve()
@@ -233,11 +249,12 @@ def main() -> None:
     for round_index in range(args.rounds):
         for name in names:
             order = list(trees.items()) if round_index % 2 == 0 else list(reversed(trees.items()))
+            scenario_name, _, off = name.partition("/")
             for tree, src in order:
-                figures[tree][name].append(run_child(name, args.calls, src))
+                figures[tree][name].append(run_child(scenario_name, args.calls, src, dashboard=not off))
     report: dict[str, Any] = {
         "environment": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
-        "parameters": {"calls": args.calls, "rounds": args.rounds,
+        "parameters": {"calls": args.calls, "rounds": args.rounds, "dashboard": args.dashboard,
                        "baseline_src": str(args.baseline_src) if args.baseline_src else None},
         "scenarios": {name: summary(figures["current"][name]) for name in names},
     }

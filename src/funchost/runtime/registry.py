@@ -50,10 +50,13 @@ HOST_SERVICE_MODULES: tuple[str, ...] = (
     "funchost.eventgrid.service",
     "funchost.storage_endpoints.service",
     "funchost.durable.service",
+    "funchost.dashboard.service",
 )
 
 # Pieces added to every invocation, inside the Executing/Executed lines and around binding.
-MIDDLEWARE_MODULES: tuple[str, ...] = ()
+MIDDLEWARE_MODULES: tuple[str, ...] = (
+    "funchost.dashboard.recorder",  # the invocation history (docs/dashboard.md)
+)
 
 
 def _module(module_name: str) -> ModuleType | None:

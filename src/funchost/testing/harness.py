@@ -87,6 +87,9 @@ class HostHarness:
         self.data_dir = Path(data_dir)
         self.clock: Clock = clock or ManualClock()
         self.settings = dict(settings or {})
+        # The dashboard (and its invocation history) is `funchost start`'s; a test turns it on
+        # with settings={"FUNCHOST_DASHBOARD": "true"}.
+        self.settings.setdefault("FUNCHOST_DASHBOARD", "false")
         self.faults = faults or FaultInjector()
         self.host = Host(HostConfig(
             app_dir=self.app_dir, data_dir=self.data_dir, storage=storage, serve_http=False,

@@ -58,6 +58,11 @@ class HttpServer:
         self._main: asyncio.Task[Any] | None = None
 
     @property
+    def stopping(self) -> bool:
+        """`stop()` has begun: long-lived responses (the dashboard's event streams) end now."""
+        return self._server is None and self._main is not None
+
+    @property
     def base_url(self) -> str:
         host = "localhost" if self.host in ("127.0.0.1", "0.0.0.0", "::", "") else self.host
         return f"http://{host}:{self.port}"
