@@ -17,6 +17,7 @@ from azure.functions.meta import Datum
 from funchost.errors import InvocationError
 from funchost.indexing.parameters import _uses_generic, converter
 from funchost.indexing.spec import EMPTY, BindingSpec, ParameterSpec
+from funchost.invocation import deferred
 
 
 def generic_decode(datum: Datum | None) -> Any:
@@ -29,6 +30,10 @@ def generic_decode(datum: Datum | None) -> Any:
     raise InvocationError(f"unsupported data type {datum.type!r} for a generic binding")
 
 
+# A Datum whose value a trigger has already built as the user's object (a blob trigger's
+# `func.InputStream` reading from a spooled download): handed over as it is.
+PREPARED = "funchost-prepared"
+
 Decoder = Callable[[Datum | None, Mapping[str, Datum] | None], Any]
 Encoder = Callable[[Any], Datum | None]
 
@@ -38,6 +43,9 @@ def decoder_for(param: ParameterSpec) -> Decoder:
     binding = param.binding
     assert binding is not None
     annotation = None if param.annotation is EMPTY else param.annotation
+    sdk = deferred.sdk_converter(binding.type, annotation)
+    if sdk is not None:
+        return _sdk_decoder(sdk, annotation)
     conv = converter(binding.type)
     if conv is None or (annotation is not None and _uses_generic(binding, annotation)):
         if annotation is bytes:
@@ -50,9 +58,23 @@ def decoder_for(param: ParameterSpec) -> Decoder:
     def library(datum: Datum | None, metadata: Mapping[str, Datum] | None) -> Any:
         if datum is None:
             return None
+        if datum.type == PREPARED:
+            return datum.value
         return decode_with(datum, trigger_metadata=metadata)
 
     return library
+
+
+def _sdk_decoder(conv: Any, annotation: Any) -> Decoder:
+    """The worker's deferred_bindings_decode: the package's converter, told the annotation."""
+    decode_with = conv.decode
+
+    def sdk(datum: Datum | None, metadata: Mapping[str, Datum] | None) -> Any:
+        if datum is None:
+            return None
+        return decode_with(datum, trigger_metadata=metadata, pytype=annotation)
+
+    return sdk
 
 
 def _generic(datum: Datum | None, metadata: Mapping[str, Datum] | None) -> Any:

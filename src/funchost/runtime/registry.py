@@ -28,6 +28,7 @@ TRIGGER_MODULES: dict[str, str] = {
     "cosmosDBTrigger": "funchost.triggers.changefeed",
     "eventHubTrigger": "funchost.triggers.eventhub",
     "serviceBusTrigger": "funchost.triggers.servicebus",
+    "blobTrigger": "funchost.triggers.blob",
 }
 
 BINDING_MODULES: dict[str, str] = {
