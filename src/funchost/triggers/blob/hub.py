@@ -12,6 +12,7 @@ that is already gone.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 
@@ -31,6 +32,7 @@ from funchost.triggers.blob.scan import (
     JournalStrategy,
 )
 from funchost.triggers.blob.urls import blob_service_url, is_path_style
+from funchost.triggers.blob.webhook import deliver, mount_webhook
 from funchost.triggers.queue.listener import QueueListener
 from funchost.triggers.queue.options import receive_visibility
 from funchost.triggers.timer.singleton import SingletonListener, parse_singleton_options
@@ -131,9 +133,8 @@ class BlobTriggerHub:
             self.processor.register(function_id, name, registration)
             self.functions.add(name)
             if not self._mounts:
-                from funchost.triggers.blob.webhook import mount_webhook
-
                 self._mounts = mount_webhook(self)
+                self._receive_event_grid_deliveries()
             if not self.queue_listener.loop.running:
                 await self.queue_listener.start()
             if executor is not None:
@@ -141,6 +142,14 @@ class BlobTriggerHub:
                 if self.discovery is None:
                     self.discovery = DiscoverySingleton(lambda: ScanLoop(self.strategy, self.runtime), self.runtime)
                     await self.discovery.start()
+
+    def _receive_event_grid_deliveries(self) -> None:
+        """The embedded Event Grid's storage topics deliver to Event Grid-sourced blob functions."""
+        from funchost.eventgrid.service import EventGridService
+
+        service = self.runtime.services.find(EventGridService)
+        if service is not None:
+            service.function_sender.deliveries["blobTrigger"] = functools.partial(deliver, self)
 
     def rediscover(self, account: str, container: str, blob_name: str) -> None:
         self.strategy.notify(account, container, blob_name)
