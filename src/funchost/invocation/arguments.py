@@ -74,7 +74,13 @@ def _sdk_decoder(conv: Any, annotation: Any) -> Decoder:
             return None
         return decode_with(datum, trigger_metadata=metadata, pytype=annotation)
 
+    sdk.blocking = True  # type: ignore[attr-defined]  # network I/O at bind time: run off the event loop
     return sdk
+
+
+def is_blocking(decode: Decoder) -> bool:
+    """A decoder that may wait on the network (an SDK type's), so the executor runs it in a thread."""
+    return bool(getattr(decode, "blocking", False))
 
 
 def _generic(datum: Datum | None, metadata: Mapping[str, Datum] | None) -> Any:
