@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from funchost.errors import BlobNotFound, ContainerNotFound
 from funchost.runtime.faults import FaultInjector
+from funchost.storage.blobs import BlobProperties
 from funchost.storage.queue_send import send_message
 from funchost.storage.queues import QueueService
 from funchost.triggers.blob.messages import BlobTriggerMessage
@@ -41,15 +42,18 @@ class BlobTriggerExecutor:
     def container(self) -> str:
         return self.target.pattern.container
 
-    async def execute(self, container: str, blob_name: str) -> bool:
-        """True when the blob needs nothing more from this function (handled, skipped or queued)."""
+    async def execute(self, container: str, blob_name: str, listed: BlobProperties | None = None) -> bool:
+        """True when the blob needs nothing more from this function (handled, skipped or queued).
+
+        `listed`: the properties a listing or the change journal just gave (the ETag the extension
+        reads with Get Blob Properties); a newer version is discovered on its own."""
         name = self.target.function.name
         if self.target.pattern.match(container, blob_name) is None:
             log.debug("Blob '%s' will be skipped for function '%s' because it does not match the pattern '%s'.",
                       blob_name, name, self.target.pattern)
             return True
         try:
-            props = await self.target.service.get_blob_properties(container, blob_name)
+            props = listed or await self.target.service.get_blob_properties(container, blob_name)
         except (BlobNotFound, ContainerNotFound):
             log.debug("Blob '%s' will be skipped for function '%s' because its ETag cannot be found. "
                       "The blob may have been deleted.", blob_name, name)

@@ -68,11 +68,10 @@ class BlobReceiptManager:
 
     async def mark_completed(self, name: str, lease_id: str) -> None:
         """Drop ``Incomplete`` under the lease. The port sets metadata without a lease, so the receipt
-        is rewritten (empty, no metadata) with the lease id: the same state, one conditional write."""
+        is rewritten (empty, no metadata: receipts carry no other) with the lease id: the same state,
+        one conditional write."""
         try:
-            props = await self.blobs.get_blob_properties(HOSTS_CONTAINER, name)
-            metadata = {k: v for k, v in props.metadata.items() if k.lower() != INCOMPLETE.lower()}
-            await self.blobs.upload_blob(HOSTS_CONTAINER, name, b"", metadata=metadata, lease_id=lease_id)
+            await self.blobs.upload_blob(HOSTS_CONTAINER, name, b"", metadata={}, lease_id=lease_id)
         except (ResourceNotFound, PreconditionFailed, LeaseConflict):
             pass  # the receipt or our lease is gone: the next sweep decides again
 

@@ -22,6 +22,7 @@ processor found changed (`notify`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections import deque
@@ -40,6 +41,7 @@ log = logging.getLogger("funchost.blobs")
 NEVER = datetime.min.replace(tzinfo=UTC)
 LIST_PAGE = 5000
 JOURNAL_BATCH = 1000
+OFFER_WINDOW = 32  # blobs handed to executors at once
 
 WatchKey = tuple[str, str]  # (account, container)
 
@@ -92,14 +94,28 @@ class DiscoveryStrategy:
     async def discover(self, failed: list[tuple[WatchKey, str]]) -> None:
         raise NotImplementedError
 
-    async def _offer(self, key: WatchKey, name: str, failed: list[tuple[WatchKey, str]]) -> bool:
+    async def _offer_all(self, key: WatchKey, blobs: Iterable[BlobProperties],
+                         failed: list[tuple[WatchKey, str]]) -> None:
+        """Offer listed blobs, a window at a time: receipts make the order irrelevant, and the
+        storage round trips of one blob no longer wait for those of the previous one."""
+        window: list[BlobProperties] = []
+        for props in blobs:
+            window.append(props)
+            if len(window) == OFFER_WINDOW:
+                await asyncio.gather(*(self._offer(key, p.name, failed, p) for p in window))
+                window = []
+        if window:
+            await asyncio.gather(*(self._offer(key, p.name, failed, p) for p in window))
+
+    async def _offer(self, key: WatchKey, name: str, failed: list[tuple[WatchKey, str]],
+                     listed: BlobProperties | None = None) -> bool:
         watch = self.watches.get(key)
         if watch is None:
             return True
         ok = True
         for executor in list(watch.executors):
             try:
-                done = await executor.execute(key[1], name)
+                done = await executor.execute(key[1], name, listed)
             except StorageError as exc:
                 log.warning("Blob '%s/%s' could not be handed to function '%s' (%s); trying again",
                             key[1], name, executor.target.function.name, exc.code or type(exc).__name__)
@@ -137,9 +153,7 @@ class ContainerScanStrategy(DiscoveryStrategy):
             blobs = await self._list_all(watch)
             for props in blobs:
                 watch.mark = max(watch.mark, props.last_modified)
-            for props in blobs:
-                if props.last_modified >= previous:
-                    await self._offer(key, props.name, failed)
+            await self._offer_all(key, (p for p in blobs if p.last_modified >= previous), failed)
 
 
 class JournalStrategy(DiscoveryStrategy):
@@ -176,8 +190,7 @@ class JournalStrategy(DiscoveryStrategy):
             for key in keys:
                 watch = self.watches[key]
                 if not watch.scanned:
-                    for props in await self._list_all(watch):
-                        await self._offer(key, props.name, failed)
+                    await self._offer_all(key, await self._list_all(watch), failed)
                     watch.scanned = True
             self._cursors.setdefault(account, cursor)
 
@@ -191,13 +204,15 @@ class JournalStrategy(DiscoveryStrategy):
             expected = int(cursor, 16) + 1 if cursor else 1
             if int(changes[0].sequencer, 16) != expected:
                 return False
-            created: dict[tuple[str, str], None] = {}
+            created: dict[tuple[str, str], BlobProperties] = {}  # the latest version of each blob
             for change in changes:
-                if change.kind == "BlobCreated" and (account, change.container) in self.watches:
-                    created[(change.container, change.name)] = None
+                if change.kind == "BlobCreated" and change.properties is not None \
+                        and (account, change.container) in self.watches:
+                    created[(change.container, change.name)] = change.properties
             self._cursors[account] = changes[-1].sequencer
-            for container, name in created:
-                await self._offer((account, container), name, failed)
+            for container in {c for c, _ in created}:
+                await self._offer_all((account, container), (p for (c, _), p in created.items() if c == container),
+                                      failed)
             if len(changes) < JOURNAL_BATCH:
                 return True
 
@@ -243,8 +258,7 @@ class HybridScanStrategy(DiscoveryStrategy):
             if advanced:
                 watch.mark = watch.current
             failures_before = len(failed)
-            for props in candidates:
-                await self._offer(key, props.name, failed)
+            await self._offer_all(key, candidates, failed)
             if advanced:
                 await self._write_scan_info(watch, self._scan_time(watch, failed[failures_before:], candidates))
 
