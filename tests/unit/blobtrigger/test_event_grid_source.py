@@ -104,3 +104,20 @@ async def test_webhook_event_for_a_missing_blob_is_dropped_and_bad_events_fail(f
     response = await host.http("POST", url, key="master", headers=headers,
                                json=[blob_created("uploads", "x.txt", blob_type="blockblob")])
     assert response.status_code == 500 and "Requested value 'blockblob' was not found." in response.text
+
+
+def test_default_subscriptions_of_event_grid_sourced_blob_functions():
+    from funchost.eventgrid.config import BlobEventFunction, default_config, parse_config
+
+    config = default_config([], [BlobEventFunction("on_upload", "uploads"),
+                                 BlobEventFunction("other_account", "docs", "OtherStorage")])
+    first, second = config.subscriptions
+    assert (first.name, first.topic, first.destination.function_name) == ("blobs-on_upload", "storage", "on_upload")
+    assert first.filter.included_event_types == ("Microsoft.Storage.BlobCreated",)
+    assert first.filter.subject_begins_with == "/blobServices/default/containers/uploads/"
+    assert (second.topic, config.topics[second.topic].connection) == ("storage-OtherStorage", "OtherStorage")
+    declared = parse_config({"topics": {"storage": {"type": "storage"}},
+                             "subscriptions": [{"name": "mine", "topic": "storage",
+                                                "destination": {"type": "function", "functionName": "on_upload"}}]},
+                            known_functions={"on_upload"})
+    assert declared.subscriptions[0].destination.function_name == "on_upload"
