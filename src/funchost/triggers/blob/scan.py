@@ -232,11 +232,13 @@ class HybridScanStrategy(DiscoveryStrategy):
 
     async def register(self, executor: BlobTriggerExecutor) -> None:
         service = executor.target.service
-        known = (service.account_name, executor.container) in self.watches
-        await super().register(executor)
-        if not known:
-            watch = self.watches[(service.account_name, executor.container)]
-            watch.mark = await self._read_scan_info(watch)
+        key = (service.account_name, executor.container)
+        if key not in self.watches:  # read before registering: a storage error leaves nothing behind
+            mark = await self._read_scan_info(Watch(service, executor.container))
+            await super().register(executor)
+            self.watches[key].mark = mark
+        else:
+            await super().register(executor)
 
     async def discover(self, failed: list[tuple[WatchKey, str]]) -> None:
         page_size = max(1, min(LIST_PAGE, HYBRID_SCAN_BUDGET // max(1, len(self.watches))))
