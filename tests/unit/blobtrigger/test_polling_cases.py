@@ -146,3 +146,45 @@ def on_big(blob: func.InputStream) -> None:
         assert (total, length, kind, is_stream) == (size, size or None, "SpooledTemporaryFile", True)
         assert rolled is (size > 8 * 1024 * 1024)  # past 8 MiB the download lives on disk, not in memory
 
+
+
+async def test_max_degree_of_parallelism_bounds_concurrent_invocations(tmp_path):
+    app = write_app(tmp_path / "app", """
+import asyncio
+import azure.functions as func
+
+app = func.FunctionApp()
+RUNNING = [0]
+PEAK = [0]
+RELEASE = asyncio.Event()
+SEEN = []
+
+@app.blob_trigger(arg_name="blob", path="work/{name}", connection="AzureWebJobsStorage")
+async def slow(blob: func.InputStream) -> None:
+    RUNNING[0] += 1
+    PEAK[0] = max(PEAK[0], RUNNING[0])
+    await RELEASE.wait()
+    RUNNING[0] -= 1
+    SEEN.append(blob.name)
+""", host_json={"version": "2.0", "extensions": {"blobs": {"maxDegreeOfParallelism": 3}}})
+    async with HostHarness(app) as host:
+        module = host.runtime.functions["slow"].func.__globals__
+        internal = f"azure-webjobs-blobtrigger-{host.runtime.host_id}"
+        host.faults.arm("queue.get.before", ServiceUnavailable("stage B held"), times=None,
+                        when=lambda **details: details.get("queue") == internal)
+        try:
+            for i in range(8):
+                await host.blobs.upload("work", f"job-{i}", b"x")
+            await host.advance(2)
+            assert await host.blobs.pending() == 8
+            host.faults.disarm()
+            for _ in range(3):
+                await host.advance(60)
+            # mdop 3: batches of 2, the next fetch once at most 1 is still running
+            assert (module["PEAK"][0], module["RUNNING"][0]) == (2, 2)
+        finally:
+            module["RELEASE"].set()
+        for _ in range(5):
+            await host.advance(2)
+        await host.wait_until_idle()
+        assert len(module["SEEN"]) == 8 and module["PEAK"][0] <= 3
