@@ -125,6 +125,9 @@ class FunctionSender:
         if function is None:
             return outcome_for_status(404, f"cannot find function: '{name}'")
         deliver = self.deliveries.get(function.trigger_type)
+        if deliver is None and function.trigger_type != "eventGridTrigger":
+            # e.g. a blob trigger whose listener has not started (yet): retried like a 404
+            return outcome_for_status(404, f"function '{name}' does not take Event Grid events now")
 
         async def run() -> Outcome:
             if deliver is not None:
