@@ -121,3 +121,19 @@ def test_default_subscriptions_of_event_grid_sourced_blob_functions():
                                                 "destination": {"type": "function", "functionName": "on_upload"}}]},
                             known_functions={"on_upload"})
     assert declared.subscriptions[0].destination.function_name == "on_upload"
+
+
+async def test_function_destination_without_a_started_blob_listener_is_a_retried_404():
+    from types import SimpleNamespace
+
+    from funchost.clock import ManualClock
+    from funchost.eventgrid.config import Destination, SubscriptionConfig
+    from funchost.eventgrid.destinations import FunctionSender
+
+    invoked = []
+    blob_function = SimpleNamespace(name="on_upload", trigger_type="blobTrigger")
+    invoker = SimpleNamespace(invoke=lambda request: invoked.append(request))
+    sender = FunctionSender(invoker, {"on_upload": blob_function}.get, ManualClock())
+    sub = SubscriptionConfig("s", "storage", Destination("function", function_name="on_upload"))
+    outcome = await sender.send(sub, [blob_created("uploads", "a.txt")], "EventGridSchema", 1)
+    assert (outcome.succeeded, outcome.status) == (False, 404) and invoked == []
