@@ -124,7 +124,9 @@ class BlobTriggerHub:
         return hub
 
     def service_url(self, connection: str | None) -> str:
-        return blob_service_url(self.runtime.storage.connection(connection, "blob"), self.runtime.storage.kind)
+        storage = self.runtime.storage
+        served = getattr(storage, "blob_origin", None)  # the embedded storage's REST endpoint, when served
+        return blob_service_url(storage.connection(connection, "blob"), storage.kind, served)
 
     async def add(self, function_id: str, registration: Registration, executor: BlobTriggerExecutor | None) -> None:
         """Register a function (an executor for the polling source) and start what is not running yet."""

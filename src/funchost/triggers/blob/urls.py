@@ -28,9 +28,13 @@ def is_path_style(url: str) -> bool:
     return host == "localhost" or (parts.port in _EMULATOR_PORTS)
 
 
-def blob_service_url(connection: StorageConnection, storage_kind: str) -> str:
-    """The blob endpoint of a connection, without a trailing slash or a SAS."""
+def blob_service_url(connection: StorageConnection, storage_kind: str, served_origin: str | None = None) -> str:
+    """The blob endpoint of a connection, without a trailing slash or a SAS. For the embedded store:
+    where its Blob endpoint is served (`served_origin`, e.g. ``http://127.0.0.1:20000``), else
+    where a development connection string points."""
     if storage_kind == "embedded":
+        if served_origin:
+            return f"{served_origin.rstrip('/')}/{connection.account_name}"
         return EMBEDDED_BLOB_URL.format(account=connection.account_name)
     if connection.service_uri is not None:
         return connection.service_uri.partition("?")[0].rstrip("/")
