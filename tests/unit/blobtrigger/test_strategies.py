@@ -110,7 +110,7 @@ async def test_journal_gap_means_a_full_scan(storage, monkeypatch):
     await strategy.execute()
     await upload(storage, "cc1", "b.txt")
     await upload(storage, "cc1", "c.txt")
-    journal = storage.blob_changes()
+    journal = strategy.journals["devstoreaccount1"]  # the journal object the strategy reads
     real = journal.changes_since
 
     async def trimmed(cursor, limit=100):  # the oldest unseen change was trimmed away
