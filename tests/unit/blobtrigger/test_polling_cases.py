@@ -188,3 +188,21 @@ async def slow(blob: func.InputStream) -> None:
             await host.advance(2)
         await host.wait_until_idle()
         assert len(module["SEEN"]) == 8 and module["PEAK"][0] <= 3
+
+
+async def test_failure_after_queueing_runs_the_version_again_at_least_once(tmp_path):
+    """The receipt completes after the message is queued: a failure in between leaves it incomplete,
+    discovery offers the blob again and queues it once more (two runs), as the extension does."""
+    app = write_app(tmp_path / "app", APP)
+    async with HostHarness(app) as host:
+        internal = f"azure-webjobs-blobtrigger-{host.runtime.host_id}"
+        host.faults.arm("queue.put.after", ServiceUnavailable("lost response"),
+                        when=lambda **details: details.get("queue") == internal)
+        await host.blobs.upload("inbox", "twice.txt", b"x")
+        for _ in range(3):
+            await host.advance(2)
+        await host.wait_until_idle()
+        assert seen_of(host) == [("inbox/twice.txt", b"x")] * 2
+        [receipt] = await host.blobs.receipts("on_inbox")
+        props = await host.runtime.storage.blobs().get_blob_properties("azure-webjobs-hosts", receipt)
+        assert "Incomplete" not in props.metadata
