@@ -65,6 +65,8 @@ class HostConfig:
     settings_override: Mapping[str, str] = field(default_factory=dict)
     apply_environment: bool = True  # export local.settings.json Values into os.environ
     faults: FaultInjector | None = None
+    # An inherited listening socket to serve instead of binding `bind`:`port` (worker processes).
+    listen_fd: int | None = None
 
 
 @dataclass(frozen=True)
@@ -206,7 +208,8 @@ class Host:
         self.keys = KeyStore.load_or_create(self.data_dir, runtime.settings, [f.name for f in self.functions])
         runtime.services.keys = self.keys
         self.http_server = HttpServer(runtime, self.keys, host=self.config.bind,
-                                      port=self.port if self.port is not None else DEFAULT_PORT)
+                                      port=self.port if self.port is not None else DEFAULT_PORT,
+                                      listen_fd=self.config.listen_fd)
         await self.http_server.start()
         self.port = self.http_server.port
         runtime.services.base_url = f"http://localhost:{self.port}"

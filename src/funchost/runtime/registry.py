@@ -29,6 +29,9 @@ TRIGGER_MODULES: dict[str, str] = {
     "eventHubTrigger": "funchost.triggers.eventhub",
     "serviceBusTrigger": "funchost.triggers.servicebus",
     "blobTrigger": "funchost.triggers.blob",
+    "orchestrationTrigger": "funchost.triggers.durable.orchestration",
+    "activityTrigger": "funchost.triggers.durable.activity",
+    "entityTrigger": "funchost.triggers.durable.entity",
 }
 
 BINDING_MODULES: dict[str, str] = {
@@ -39,10 +42,12 @@ BINDING_MODULES: dict[str, str] = {
     "eventGrid": "funchost.bindings.eventgrid",
     "eventHub": "funchost.bindings.eventhub",
     "serviceBus": "funchost.bindings.servicebus",
+    "durableClient": "funchost.bindings.durable_client",
 }
 
 HOST_SERVICE_MODULES: tuple[str, ...] = (
     "funchost.eventgrid.service",
+    "funchost.durable.service",
 )
 
 # Pieces added to every invocation, inside the Executing/Executed lines and around binding.

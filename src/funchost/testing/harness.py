@@ -99,6 +99,7 @@ class HostHarness:
         self.eventhubs: Any = None
         self.servicebus: Any = None
         self.blobs: Any = None
+        self.durable: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -114,6 +115,9 @@ class HostHarness:
         self.eventhubs = _optional_tool("funchost.testing.eventhubs", "EventHubTools", self.runtime)
         self.servicebus = _optional_tool("funchost.testing.servicebus", "ServiceBusTools", self.runtime)
         self.blobs = _optional_tool("funchost.testing.blobs", "BlobTools", self.runtime)
+        self.durable = _optional_tool("funchost.testing.durable", "DurableTools", self.runtime)
+        if self.durable is not None:
+            self.durable.idle = self.wait_until_idle
         await self.wait_until_idle()
         return self
 

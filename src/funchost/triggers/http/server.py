@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import socket
 from typing import Any
 
 import uvicorn
@@ -43,8 +44,10 @@ class _Server(uvicorn.Server):
 
 
 class HttpServer:
-    def __init__(self, runtime: Runtime, keys: KeyStore, host: str = "127.0.0.1", port: int = 7071) -> None:
+    def __init__(self, runtime: Runtime, keys: KeyStore, host: str = "127.0.0.1", port: int = 7071,
+                 listen_fd: int | None = None) -> None:
         self.runtime = runtime
+        self.listen_fd = listen_fd  # a listening socket shared by worker processes, served as is
         self.keys = keys
         self.host = host
         self.port = port
@@ -72,8 +75,11 @@ class HttpServer:
             config.load()
         server = _Server(config, board)
         server.lifespan = config.lifespan_class(config)
+        sockets = None
+        if self.listen_fd is not None:
+            sockets = [socket.socket(fileno=self.listen_fd)]
         try:
-            await server.startup()
+            await server.startup(sockets=sockets)
         except SystemExit as exc:  # uvicorn exits the process when it cannot bind
             raise ConfigError(f"cannot listen on {self.host}:{self.port} (address in use?)") from exc
         if server.should_exit:
