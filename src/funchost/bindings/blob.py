@@ -116,6 +116,9 @@ class BlobBindingSupport:
 
     async def read(self, binding: BindingSpec, request: InvocationRequest, runtime: Runtime) -> Datum:
         if deferred.is_deferred(request.function, binding.name):  # an SDK type: where, not what
+            from funchost.bindings.blob_sdk_reach import warn_if_unreachable
+
+            warn_if_unreachable(request.function, runtime)
             container, _, blob_name = _resolve(binding, request, runtime).partition("/")
             return deferred.blob_binding_data(binding.get("connection"), container, blob_name or None)
         container, name = resolve_path(binding, request, runtime)

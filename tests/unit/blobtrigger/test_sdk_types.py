@@ -65,3 +65,39 @@ def test_model_binding_data_content():
         ("1.0", "AzureStorageBlobs", "application/json")
     assert json.loads(datum.value.content) == {"Connection": "AzureWebJobsStorage", "ContainerName": "images",
                                                "BlobName": "in/cat.png"}
+
+
+async def test_sdk_clients_on_embedded_storage_without_endpoints_are_named_once(tmp_path, caplog):
+    """The endpoints are off in the harness: the trigger's start and the first input bind say so."""
+    from funchost.bindings.blob_sdk_reach import unreachable_reason
+
+    app = write_app(tmp_path / "app", APP)
+    with caplog.at_level("WARNING", logger="funchost.blobs"):
+        async with HostHarness(app) as host:
+            await host.blobs.upload("sdk", "a.txt", b"a")
+            await host.advance(2)
+            await host.wait_until_idle()
+            typed = host.runtime.functions["typed"]
+            assert unreachable_reason(typed, host.runtime) == (
+                "its SDK-type blob parameter 'box' connects to http://127.0.0.1:10000/devstoreaccount1 "
+                "(setting 'AzureWebJobsStorage'), but this host serves no storage endpoints "
+                "(FUNCHOST_STORAGE_ENDPOINTS is off), so its storage calls will fail; see docs/storage-endpoints.md")
+    warnings = [r.getMessage() for r in caplog.records if "'typed'" in r.getMessage()]
+    assert len(warnings) == 1 and "serves no storage endpoints" in warnings[0]
+
+
+async def test_sdk_clients_pointing_elsewhere_than_the_served_endpoint(tmp_path):
+    from funchost.bindings.blob_sdk_reach import unreachable_reason
+
+    app = write_app(tmp_path / "app", APP)
+    async with HostHarness(app) as host:
+        typed, storage = host.runtime.functions["typed"], host.runtime.storage
+        storage.blob_origin = "http://127.0.0.1:20000"  # what the endpoints service sets when it serves
+        assert unreachable_reason(typed, host.runtime) == (
+            "its SDK-type blob parameter 'box' connects to http://127.0.0.1:10000/devstoreaccount1 "
+            "(setting 'AzureWebJobsStorage'), but the embedded storage's Blob endpoint is "
+            "http://127.0.0.1:20000/devstoreaccount1: give the connection string that BlobEndpoint "
+            "(docs/storage-endpoints.md)")
+        storage.blob_origin = "http://127.0.0.1:10000"
+        assert unreachable_reason(typed, host.runtime) is None
+        storage.blob_origin = None

@@ -7,6 +7,7 @@ processing then (no start failure, nothing for the host to retry).
 
 from __future__ import annotations
 
+from funchost.bindings.blob_sdk_reach import warn_if_unreachable
 from funchost.indexing.spec import FunctionSpec
 from funchost.runtime.contracts import Runtime
 from funchost.triggers.blob.executor import BlobTriggerExecutor
@@ -51,6 +52,7 @@ class BlobTriggerListener:
                                            runtime.faults)
         await hub.add(fid, registration, executor)
         self.hub = hub
+        warn_if_unreachable(self.function, runtime)  # SDK-typed parameters on the embedded store
 
     async def stop(self) -> None:
         if self.hub is not None:
