@@ -32,6 +32,7 @@ TRIGGER_MODULES: dict[str, str] = {
     "orchestrationTrigger": "funchost.triggers.durable.orchestration",
     "activityTrigger": "funchost.triggers.durable.activity",
     "entityTrigger": "funchost.triggers.durable.entity",
+    "warmupTrigger": "funchost.triggers.warmup",
 }
 
 BINDING_MODULES: dict[str, str] = {
