@@ -1,15 +1,27 @@
 """`examples/blobs` on a real `funchost start`: blob triggers on the polling and the Event Grid
-source, and (on Azurite) the SDK-typed function with its `BlobClient` and `ContainerClient`."""
+source, and the SDK-typed function with its `BlobClient` and `ContainerClient`, on Azurite and on
+the embedded storage through the host's own storage endpoints."""
 
 from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
-from tests.acceptance.support import copy_example, run_cli, start_funchost, stop_funchost, wait_until
+from tests.acceptance.support import (
+    RunningHost,
+    copy_example,
+    free_port,
+    run_cli,
+    start_funchost,
+    stop_funchost,
+    wait_until,
+)
 from tests.support.azurite import AzuriteUnavailable, get_server
+
+from funchost.settings.connections import DEVSTORE_ACCOUNT, DEVSTORE_KEY
 
 pytestmark = pytest.mark.acceptance
 
@@ -58,9 +70,7 @@ def test_sdk_typed_blob_function_on_azurite(tmp_path: Path) -> None:
     host = start_funchost(app, "--storage", "azure", data_dir=tmp_path / "data", env=env)
     try:
         name = f"letter-{uuid.uuid4().hex[:6]}.txt"
-        client.get_blob_client("inbox", name).upload_blob(b"dear archive", overwrite=True)
-        wait_until(lambda: client.get_blob_client("archive", name).exists(), "the archived copy", 30, [host])
-        assert client.get_blob_client("archive", name).download_blob().readall() == b"dear archive"
+        _archive_through_sdk_types(client, host, name)
         # the Event Grid source through its webhook, as a real subscription would call it
         upload = client.get_blob_client("uploads", name)
         etag = upload.upload_blob(b"evented", overwrite=True)["etag"].strip('"')
@@ -74,3 +84,35 @@ def test_sdk_typed_blob_function_on_azurite(tmp_path: Path) -> None:
         code, output = stop_funchost(host)
     assert code == 0, output
     assert server.account_key not in output
+
+
+def test_sdk_typed_blob_function_on_embedded_storage_endpoints(tmp_path: Path) -> None:
+    """The same unmodified app on embedded storage: its SDK clients reach the host's endpoints."""
+    from azure.storage.blob import BlobServiceClient
+
+    app = copy_example("blobs", tmp_path)
+    ports = [free_port(), free_port(), free_port()]
+    connection = (f"DefaultEndpointsProtocol=http;AccountName={DEVSTORE_ACCOUNT};AccountKey={DEVSTORE_KEY};"
+                  f"BlobEndpoint=http://127.0.0.1:{ports[0]}/{DEVSTORE_ACCOUNT};"
+                  f"QueueEndpoint=http://127.0.0.1:{ports[1]}/{DEVSTORE_ACCOUNT}")
+    host = start_funchost(app, "--storage-ports", ",".join(map(str, ports)), data_dir=tmp_path / "data",
+                          env={"AzureWebJobsStorage": connection})
+    try:
+        client = BlobServiceClient.from_connection_string(connection)
+        for container in ("inbox", "archive"):
+            client.create_container(container)
+        _archive_through_sdk_types(client, host, "letter.txt")
+        # the copy is in the embedded store itself, as the CLI sees it
+        where = ("--app", str(app), "--data", str(tmp_path / "data"))
+        assert "letter.txt" in run_cli("blob", "list", "archive", *where)
+    finally:
+        code, output = stop_funchost(host)
+    assert code == 0, output
+
+
+def _archive_through_sdk_types(client: Any, host: RunningHost, name: str) -> None:
+    """A blob uploaded to `inbox` runs `archive` (BlobClient trigger, ContainerClient input)."""
+    client.get_blob_client("inbox", name).upload_blob(b"dear archive", overwrite=True)
+    wait_until(lambda: client.get_blob_client("archive", name).exists(), "the archived copy", 30, [host])
+    assert client.get_blob_client("archive", name).download_blob().readall() == b"dear archive"
+    assert host.wait_for_output(f"archived {name} (12 bytes)", timeout=10), host.output()

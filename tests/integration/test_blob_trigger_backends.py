@@ -1,9 +1,10 @@
 """Blob-trigger behaviour through the in-process host on embedded storage and on Azurite.
 
-The unit tests (`tests/unit/blobtrigger/`) drive the same rules on a ManualClock; here both
+The unit tests (`tests/unit/blobtrigger/`) drive the same rules on a ManualClock; here the
 backends run on the real clock, blobs are written from outside the host (the official
-``azure.storage.blob`` client on Azurite, the embedded `BlobService` otherwise) and every wait is a
-bounded poll. Each test has its own host ID and containers, so receipts and the internal queue are
+``azure.storage.blob`` client on Azurite and, as ``rest``, on the embedded store through the host's
+own storage endpoints while a host serves them; the embedded `BlobService` otherwise) and every
+wait is a bounded poll. Each test has its own host ID and containers, so receipts and the internal queue are
 its own on a shared Azurite.
 """
 
@@ -17,25 +18,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.acceptance.support import free_port
 from tests.integration.support_queue_apps import eventually
 
 from funchost.clock import SystemClock
 from funchost.errors import ContainerNotFound, QueueNotFound
 from funchost.settings.app_settings import AppSettings
+from funchost.settings.connections import DEVSTORE_ACCOUNT, DEVSTORE_KEY
 from funchost.storage.host_storage import HostStorage, open_storage
 from funchost.testing import HostHarness, write_app
 from funchost.triggers.queue.messages import decode_text
 
-BACKENDS = ["embedded", pytest.param("azurite", marks=pytest.mark.azurite)]
+BACKENDS = ["embedded", "rest", pytest.param("azurite", marks=pytest.mark.azurite)]
 
 APP = """
 import azure.functions as func
 
 app = func.FunctionApp()
 EVENTS = []
+URIS = []
 
 @app.blob_trigger(arg_name="blob", path="%IN_CONTAINER%/{name}", connection="AzureWebJobsStorage")
 def on_blob(blob: func.InputStream) -> None:
+    URIS.append(blob.uri)
     body = blob.read()
     EVENTS.append(("poll", blob.name, body))
     if body.startswith(b"fail"):
@@ -51,23 +56,29 @@ def on_event(blob: func.InputStream) -> None:
 class BlobBackend:
     """One storage backend as seen from outside the host."""
 
-    def __init__(self, name: str, data_dir: Path, connection_string: str | None) -> None:
+    def __init__(self, name: str, data_dir: Path, connection_string: str | None,
+                 rest_ports: list[int] | None = None) -> None:
         self.name = name
         self.data_dir = data_dir
         self.connection_string = connection_string
-        self.storage_kind = "azure" if connection_string else "embedded"
+        self.storage_kind = "azure" if connection_string and rest_ports is None else "embedded"
+        self.served = False  # "rest": the SDK reaches the embedded store only while a host serves it
         suffix = uuid.uuid4().hex[:10]
         self.host_id = f"bt-{suffix}"
         self.container, self.eg_container = f"in-{suffix}", f"eg-{suffix}"
         self.settings = {"AzureWebJobsStorage": connection_string or "UseDevelopmentStorage=true",
                          "AzureFunctionsWebHost__hostid": self.host_id, "IN_CONTAINER": self.container,
                          "EG_CONTAINER": self.eg_container}
+        if rest_ports is not None:
+            self.settings["FUNCHOST_STORAGE_ENDPOINTS"] = ",".join(map(str, rest_ports))
+        self.blob_endpoint = (connection_string.split("BlobEndpoint=")[1].split(";")[0].rstrip("/")
+                              if connection_string else "http://127.0.0.1:10000/devstoreaccount1")
         self.storage: HostStorage = open_storage(self.storage_kind, data_dir, AppSettings(self.settings, environ={}),
                                                  SystemClock())
 
     async def upload(self, container: str, name: str, data: bytes) -> str:
         """Write a blob as another application would; returns its (quoted) ETag."""
-        if self.connection_string is None:
+        if self.connection_string is None or (self.storage_kind == "embedded" and not self.served):
             service = self.storage.blobs()
             await service.create_container(container, exist_ok=True)
             return (await service.upload_blob(container, name, data)).etag
@@ -92,7 +103,7 @@ class BlobBackend:
         return [m for m in found if m["ContainerName"] in (self.container, self.eg_container)]
 
     async def aclose(self) -> None:
-        if self.connection_string is not None:
+        if self.storage_kind == "azure":
             for container in (self.container, self.eg_container):
                 try:
                     await self.storage.blobs().delete_container(container)
@@ -108,7 +119,13 @@ class BlobBackend:
 @pytest.fixture(params=BACKENDS)
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[BlobBackend]:
     connection = request.getfixturevalue("azurite").connection_string if request.param == "azurite" else None
-    blobs = BlobBackend(str(request.param), tmp_path / "data", connection)
+    ports = None
+    if request.param == "rest":
+        ports = [free_port(), free_port(), free_port()]
+        connection = (f"DefaultEndpointsProtocol=http;AccountName={DEVSTORE_ACCOUNT};AccountKey={DEVSTORE_KEY};"
+                      f"BlobEndpoint=http://127.0.0.1:{ports[0]}/{DEVSTORE_ACCOUNT};"
+                      f"QueueEndpoint=http://127.0.0.1:{ports[1]}/{DEVSTORE_ACCOUNT}")
+    blobs = BlobBackend(str(request.param), tmp_path / "data", connection, ports)
     yield blobs
     await blobs.aclose()
 
@@ -126,9 +143,11 @@ async def start_host(backend: BlobBackend, tmp_path: Path) -> AsyncIterator[Star
                               settings=backend.settings)
         await harness.start()
         started.append(harness)
+        backend.served = True
         return harness, sys.modules["function_app"].EVENTS
 
     yield start
+    backend.served = False
     for harness in reversed(started):
         await harness.stop()
 
@@ -145,6 +164,8 @@ async def test_new_blob_once_and_a_rewrite_once_more(backend: BlobBackend, start
     await eventually(lambda: _async(len(polled(events)) == 2), "the run of the rewrite", timeout=15)
     await _quiet(host, 3)
     assert polled(events) == [(f"{backend.container}/a.txt", b"same")] * 2
+    # the Uri binding data names the Blob endpoint the store is reached at (the one served, on "rest")
+    assert sys.modules["function_app"].URIS == [f"{backend.blob_endpoint}/{backend.container}/a.txt"] * 2
 
 
 async def test_existing_blobs_run_at_first_start_and_not_after_a_restart(backend: BlobBackend, start_host: Start,

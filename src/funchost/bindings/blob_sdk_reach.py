@@ -46,7 +46,7 @@ def unreachable_reason(function: FunctionSpec, runtime: Runtime) -> str | None:
         if connection.connection_string is None:
             continue  # identity-based: an Azure endpoint, not the embedded store
         target = blob_service_url(connection, "azure")  # where the SDK resolves the connection string
-        served: str | None = getattr(storage, "blob_origin", None)  # set while the endpoints are served
+        served = storage.blob_origin  # set while the storage endpoints are served
         if served is None:
             return (f"its SDK-type blob parameter '{binding.name}' connects to {target} (setting '{setting}'), "
                     "but this host serves no storage endpoints (FUNCHOST_STORAGE_ENDPOINTS is off), so its "

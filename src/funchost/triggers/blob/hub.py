@@ -125,7 +125,7 @@ class BlobTriggerHub:
 
     def service_url(self, connection: str | None) -> str:
         storage = self.runtime.storage
-        served = getattr(storage, "blob_origin", None)  # the embedded storage's REST endpoint, when served
+        served = storage.blob_origin  # the embedded storage's Blob endpoint, while it is served
         return blob_service_url(storage.connection(connection, "blob"), storage.kind, served)
 
     async def add(self, function_id: str, registration: Registration, executor: BlobTriggerExecutor | None) -> None:
