@@ -5,7 +5,8 @@
 * `on_upload`: the Event Grid source (the embedded Event Grid's storage topic, or a real
   subscription to /runtime/webhooks/blobs through a tunnel).
 * `archive`: SDK types (azurefunctions-extensions-bindings-blob): a `BlobClient` trigger and a
-  `ContainerClient` input, talking to storage directly with the AzureWebJobsStorage setting.
+  `ContainerClient` input, talking to storage directly with the AzureWebJobsStorage setting (on
+  embedded storage: the storage endpoints `funchost start` serves on 127.0.0.1:10000-10002).
 
     funchost blob upload images cat.png cat.png --app examples/blobs
     funchost blob download thumbnails cat-small.png - --app examples/blobs
