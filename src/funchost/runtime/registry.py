@@ -28,6 +28,7 @@ TRIGGER_MODULES: dict[str, str] = {
     "cosmosDBTrigger": "funchost.triggers.changefeed",
     "eventHubTrigger": "funchost.triggers.eventhub",
     "serviceBusTrigger": "funchost.triggers.servicebus",
+    "blobTrigger": "funchost.triggers.blob",
     "orchestrationTrigger": "funchost.triggers.durable.orchestration",
     "activityTrigger": "funchost.triggers.durable.activity",
     "entityTrigger": "funchost.triggers.durable.entity",

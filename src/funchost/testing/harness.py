@@ -101,6 +101,7 @@ class HostHarness:
         self.queues: Any = None
         self.eventhubs: Any = None
         self.servicebus: Any = None
+        self.blobs: Any = None
         self.durable: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -116,6 +117,7 @@ class HostHarness:
         self.queues = _optional_tool("funchost.testing.queues", "QueueTools", self.runtime)
         self.eventhubs = _optional_tool("funchost.testing.eventhubs", "EventHubTools", self.runtime)
         self.servicebus = _optional_tool("funchost.testing.servicebus", "ServiceBusTools", self.runtime)
+        self.blobs = _optional_tool("funchost.testing.blobs", "BlobTools", self.runtime)
         self.durable = _optional_tool("funchost.testing.durable", "DurableTools", self.runtime)
         if self.durable is not None:
             self.durable.idle = self.wait_until_idle
