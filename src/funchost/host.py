@@ -17,6 +17,7 @@ import asyncio
 import logging
 import os
 import re
+import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -64,6 +65,9 @@ class HostConfig:
     settings_override: Mapping[str, str] = field(default_factory=dict)
     apply_environment: bool = True  # export local.settings.json Values into os.environ
     faults: FaultInjector | None = None
+    # A socket already listening (`--reload` keeps one across host restarts): served instead of
+    # binding `bind`:`port`; the host never closes it.
+    http_socket: socket.socket | None = None
 
 
 @dataclass(frozen=True)
@@ -204,7 +208,8 @@ class Host:
         self.keys = KeyStore.load_or_create(self.data_dir, runtime.settings, [f.name for f in self.functions])
         runtime.services.keys = self.keys
         self.http_server = HttpServer(runtime, self.keys, host=self.config.bind,
-                                      port=self.port if self.port is not None else DEFAULT_PORT)
+                                      port=self.port if self.port is not None else DEFAULT_PORT,
+                                      sock=self.config.http_socket)
         await self.http_server.start()
         self.port = self.http_server.port
         runtime.services.base_url = f"http://localhost:{self.port}"

@@ -27,6 +27,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="embedded SQLite storage (default) or the connection strings as given (Azurite/Azure)")
     parser.add_argument("--output", choices=("text", "json"), default="text",
                         help="console output: text as Core Tools prints it, or NDJSON events")
+    parser.add_argument("--reload", action="store_true",
+                        help="restart the app when its .py files, host.json or local.settings.json change")
+    parser.add_argument("--debug", metavar="[HOST:]PORT", default=None,
+                        help="run the functions under debugpy listening there (default host 127.0.0.1)")
+    parser.add_argument("--debug-wait", action="store_true",
+                        help="wait for a debugger to attach before loading the app (port 5678 without --debug)")
     parser.set_defaults(handler=run)
 
 
@@ -36,6 +42,17 @@ def run(args: argparse.Namespace) -> int:
     logs.configure(output)
     config = HostConfig(app_dir=Path(args.app_dir), data_dir=Path(args.data) if args.data else None,
                         storage=args.storage, port=args.port, bind=args.bind)
+    if args.debug is not None or args.debug_wait:  # docs/dev-loop.md
+        from funchost.devloop.debugger import start_debugger
+
+        try:
+            start_debugger(args.debug, wait=args.debug_wait, output=output)
+        except FunchostError as exc:
+            return _fail(exc, output)
+    if args.reload:
+        from funchost.devloop.reload import run_reloading
+
+        return run_reloading(config, output, started)
     host = Host(config)
     try:
         runtime = host.load()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import socket
 from typing import Any
 
 import uvicorn
@@ -43,8 +44,12 @@ class _Server(uvicorn.Server):
 
 
 class HttpServer:
-    def __init__(self, runtime: Runtime, keys: KeyStore, host: str = "127.0.0.1", port: int = 7071) -> None:
+    def __init__(self, runtime: Runtime, keys: KeyStore, host: str = "127.0.0.1", port: int = 7071,
+                 sock: socket.socket | None = None) -> None:
+        """`sock`: a socket already listening, served through a duplicate (closing the server
+        leaves it open, so connections wait in its backlog for the next server)."""
         self.runtime = runtime
+        self.sock = sock
         self.keys = keys
         self.host = host
         self.port = port
@@ -73,7 +78,7 @@ class HttpServer:
         server = _Server(config, board)
         server.lifespan = config.lifespan_class(config)
         try:
-            await server.startup()
+            await server.startup(sockets=[self.sock.dup()] if self.sock is not None else None)
         except SystemExit as exc:  # uvicorn exits the process when it cannot bind
             raise ConfigError(f"cannot listen on {self.host}:{self.port} (address in use?)") from exc
         if server.should_exit:
