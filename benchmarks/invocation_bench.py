@@ -9,6 +9,9 @@ Scenarios (in-process host on the real clock, `logging` at WARNING, CPU time of 
   executor-async-timeout  the same with the default functionTimeout (30 minutes): adds the timer
   http-async / http-def   one GET through the host's ASGI app (routing, request conversion,
                           invocation, response) for an `async def` and a `def` hello function
+  *-otel                  the same with host.json telemetryMode OpenTelemetry, exporting over
+                          OTLP/HTTP to a local sink that accepts everything (`--no-otel` skips
+                          them): the span, metrics and the export thread's CPU are included
 
 Results (median and best of the rounds, microseconds per call) are printed and written to
 benchmarks/results/invocation.json.
@@ -24,8 +27,11 @@ import os
 import platform
 import statistics
 import tempfile
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +73,35 @@ async def cpu_per_call(call: Callable[[], Awaitable[Any]], calls: int, rounds: i
     return {"median_us": round(statistics.median(results), 2), "best_us": round(min(results), 2)}
 
 
-async def executor(calls: int, rounds: int, host_json: dict[str, Any]) -> dict[str, float]:
+@contextmanager
+def otlp_sink() -> Iterator[str]:
+    """An OTLP/HTTP endpoint that reads and accepts every export (what a collector costs us)."""
+
+    class Accept(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Accept)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def executor(calls: int, rounds: int, host_json: dict[str, Any],
+                   settings: dict[str, str] | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         write_app(Path(tmp) / "app", APP, host_json=host_json)
-        async with HostHarness(Path(tmp) / "app", data_dir=Path(tmp) / "data", clock=SystemClock()) as host:
+        async with HostHarness(Path(tmp) / "app", data_dir=Path(tmp) / "data", clock=SystemClock(),
+                               settings=settings) as host:
             function = host.runtime.functions["on_message"]
             invoker = host.runtime.invoker
 
@@ -81,10 +112,12 @@ async def executor(calls: int, rounds: int, host_json: dict[str, Any]) -> dict[s
             return await cpu_per_call(call, calls, rounds)
 
 
-async def http(calls: int, rounds: int, path: str) -> dict[str, float]:
+async def http(calls: int, rounds: int, path: str, host_json: dict[str, Any] | None = None,
+               settings: dict[str, str] | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
-        write_app(Path(tmp) / "app", APP)
-        async with HostHarness(Path(tmp) / "app", data_dir=Path(tmp) / "data", clock=SystemClock()) as host:
+        write_app(Path(tmp) / "app", APP, host_json=host_json)
+        async with HostHarness(Path(tmp) / "app", data_dir=Path(tmp) / "data", clock=SystemClock(),
+                               settings=settings) as host:
             from funchost.triggers.http.keys import KeyStore
             from funchost.triggers.http.server import create_asgi_app
 
@@ -113,18 +146,26 @@ async def http(calls: int, rounds: int, path: str) -> dict[str, float]:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     logging.getLogger().setLevel(logging.WARNING)
     no_timeout = {"version": "2.0", "functionTimeout": "-1"}
-    return {
+    scenarios = {
         "executor-async": await executor(args.calls, args.rounds, no_timeout),
         "executor-async-timeout": await executor(args.calls, args.rounds, {"version": "2.0"}),
         "http-async": await http(args.calls // 4, args.rounds, "/api/async"),
         "http-def": await http(args.calls // 4, args.rounds, "/api/def"),
     }
+    if args.otel:
+        with otlp_sink() as endpoint:
+            settings = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_BSP_SCHEDULE_DELAY": "200"}
+            otel = {**no_timeout, "telemetryMode": "OpenTelemetry"}
+            scenarios["executor-async-otel"] = await executor(args.calls, args.rounds, otel, settings)
+            scenarios["http-async-otel"] = await http(args.calls // 4, args.rounds, "/api/async", otel, settings)
+    return scenarios
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--no-otel", dest="otel", action="store_false", help="skip the telemetry-on scenarios")
     args = parser.parse_args()
     scenarios = asyncio.run(run(args))
     for name, figures in scenarios.items():
