@@ -6,7 +6,8 @@ Names and kinds follow the span the Functions host makes current when it invokes
 * HTTP: the ASP.NET Core server span, ``"<METHOD> <route template>"`` (``GET api/hello``),
   enriched with ``faas.trigger=http`` and ``http.route`` (azure-functions-host
   ``OpenTelemetryConfigurationExtensions.ConfigureTracing``, ``EnrichWithHttpResponse``).
-* Service Bus: the processor's consumer span ``ServiceBusProcessor.ProcessMessage`` (one message).
+* Service Bus: the processor's consumer span ``ServiceBusProcessor.ProcessMessage`` (one message;
+  a batch is received without a processor span, so it gets the function-level span below).
 * Event Hubs: the processor's consumer span ``EventProcessor.Process``.
 * Everything else: the WebJobs function-level server span named after the function's log name,
   ``Functions.<name>`` (azure-functions-host ``ActivitySourceWrapper``, azure-webjobs-sdk #3146).
@@ -63,7 +64,7 @@ class FunctionShape:
 
             self.route = full_template(route_prefix, function_route(function))
             self.attributes["http.route"] = self.route
-        elif trigger == "serviceBusTrigger":
+        elif trigger == "serviceBusTrigger" and str(function.trigger.get("cardinality") or "one").lower() != "many":
             self.name, self.kind = "ServiceBusProcessor.ProcessMessage", SpanKind.CONSUMER
         elif trigger == "eventHubTrigger":
             self.name, self.kind = "EventProcessor.Process", SpanKind.CONSUMER
