@@ -24,7 +24,7 @@ GRPC_MODULE = "opentelemetry.exporter.otlp.proto.grpc"
 
 
 def middleware(runtime: Runtime) -> Middleware | None:
-    if runtime.options.telemetry_mode != OPEN_TELEMETRY:
+    if getattr(runtime.options, "telemetry_mode", None) != OPEN_TELEMETRY:  # tests may pass bare options
         return None
     options = otlp_options(runtime.settings)
     if options is None:
