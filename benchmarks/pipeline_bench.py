@@ -100,7 +100,7 @@ def running_host(folder: Path, settings: dict[str, str]) -> Iterator[tuple[str, 
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     env = {**os.environ, "FUNCHOST_MASTER_KEY": KEY, "IMPORTS_JWT_SECRET": SECRET,
-           "LEDGER_URL": f"http://127.0.0.1:{port}/api/ledger/entries", **settings}
+           "LEDGER_URL": f"http://127.0.0.1:{port}/api/ledger/entries", "LEDGER_FUNCTION_KEY": KEY, **settings}
     subprocess.run([*CLI, "blob", "upload", "imports", "tenant-a/bench/orders.csv", "-", "--app", str(app),
                     "--data", str(data), "--connection", "ImportsStorage", "--content-type", "text/csv"],
                    input=CSV, check=True, capture_output=True, env=env)

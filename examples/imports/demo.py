@@ -9,6 +9,7 @@ quarantine, tenant isolation, and exits 0 only if every step behaved.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -23,7 +24,7 @@ from sample_files import tiny_pdf  # next to this script
 
 APP = Path(__file__).resolve().parent
 MASTER_KEY = "demo-master-key"
-SECRET = "demo-only-jwt-secret-0123456789abcdef"
+SECRET = secrets.token_urlsafe(32)  # a fresh secret per run: nothing published to refuse or reuse
 CLI = [sys.executable, "-c", "import sys; from funchost.cli import main; sys.exit(main())"]
 TIMEOUT = 60.0
 CSV_OK = b"customerId,amount,currency\nC001,120.00,EUR\nC002,80.50,EUR\nC003,15,EUR\n"
@@ -37,7 +38,8 @@ class Demo:
         self.base = f"http://127.0.0.1:{self.port}"
         self.results: list[tuple[str, bool, str]] = []
         self.env = {**os.environ, "FUNCHOST_MASTER_KEY": MASTER_KEY, "IMPORTS_JWT_SECRET": SECRET,
-                    "LEDGER_URL": f"{self.base}/api/ledger/entries", "PYTHONUNBUFFERED": "1",
+                    "LEDGER_URL": f"{self.base}/api/ledger/entries", "LEDGER_FUNCTION_KEY": MASTER_KEY,
+                    "PYTHONUNBUFFERED": "1",
                     # host.json says 30 s between deliveries of a failed message; the demo overrides
                     # it through an app setting (as on Azure) so the poison step takes seconds.
                     "AzureFunctionsJobHost__extensions__queues__visibilityTimeout": "00:00:01"}
@@ -164,9 +166,17 @@ class Demo:
         self.check("raw message stored in the quarantine container", "import-jobs-poison/" in listing)
         self.check("raw poison body never logged", "not json at all" not in self.log.read_text())
 
-        ledger = httpx.get(f"{self.base}/api/ledger/entries", timeout=10).json()["entries"]
-        keys = [e["idempotencyKey"] for e in ledger]
+        books = {tenant: httpx.get(f"{self.base}/api/ledger/entries", headers=self.headers(tenant, "auditor"),
+                                   timeout=10).json()["entries"] for tenant in ("tenant-a", "tenant-b")}
+        keys = [e["idempotencyKey"] for entries in books.values() for e in entries]
         self.check("ledger saw one entry per completed import job", len(keys) == len(set(keys)) == 2, ", ".join(keys))
+        self.check("each tenant sees only its own ledger entries", [len(v) for v in books.values()] == [1, 1]
+                   and all(e["entry"]["tenantId"] == t for t, v in books.items() for e in v))
+        forged = httpx.post(f"{self.base}/api/ledger/entries", json={"tenantId": "tenant-a", "total": "0"},
+                            headers={**self.headers("tenant-a", "alice"), "Idempotency-Key": f"{job_id}:ledger-post"},
+                            timeout=10)
+        self.check("a tenant's user cannot record ledger entries (403)", forged.status_code == 403,
+                   str(forged.status_code))
 
     def find_ocr_job(self) -> str | None:
         deadline = time.monotonic() + TIMEOUT

@@ -12,19 +12,20 @@ docs/pipeline.md for the architecture, the rules and the tests that prove each o
 
 from __future__ import annotations
 
-import json
 import logging
 
 import azure.functions as func
-from importjobs import api, bridge, poison, workers
+from importjobs import api, bridge, ledgerapi, poison, workers
 from importjobs.context import PipelineHolder
-from importjobs.settings import IMPORT_QUEUE, OCR_QUEUE, STORAGE_CONNECTION
+from importjobs.settings import IMPORT_QUEUE, OCR_QUEUE, STORAGE_CONNECTION, PipelineSettings
 
 from funchost.reliability import Watchdog, WatchdogOptions
 from funchost.reliability.metrics import refresh_store_gauges
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
-pipeline = PipelineHolder()
+# Settings are checked when the app loads: a published demo secret or a malformed number stops
+# the start with a message naming the setting, instead of surfacing on the first request.
+pipeline = PipelineHolder(PipelineSettings.from_environment())
 log = logging.getLogger("importjobs")
 
 
@@ -92,7 +93,7 @@ async def ocr_poison(msg: func.QueueMessage) -> None:
 @app.route(route="quarantine", methods=["GET"], auth_level=func.AuthLevel.ADMIN)
 async def list_quarantine(req: func.HttpRequest) -> func.HttpResponse:
     current = pipeline.get()
-    rows = await current.db(current.quarantine.pending)
+    rows = await current.intake(current.quarantine.pending)
     return api.json_response(200, {"items": [{k: str(v) if v is not None else None for k, v in r.items()}
                                              for r in rows]})
 
@@ -122,22 +123,11 @@ async def blob_created_bridge(event: func.EventGridEvent) -> None:
 
 # -- the downstream ledger (a stand-in for the external system) -------------------------------------
 
-@app.route(route="ledger/entries", methods=["POST"], auth_level=func.AuthLevel.ANONYMOUS)
+@app.route(route="ledger/entries", methods=["POST"], auth_level=func.AuthLevel.FUNCTION)
 async def ledger_post(req: func.HttpRequest) -> func.HttpResponse:
-    key = (req.headers.get("idempotency-key") or "").strip()
-    if not key:
-        return api.json_response(400, {"error": "Idempotency-Key header is required"})
-    try:
-        body = req.get_json()
-    except ValueError:
-        return api.json_response(400, {"error": "invalid JSON"})
-    current = pipeline.get()
-    entry, created = await current.db(current.book.record, key, body)
-    return api.json_response(201 if created else 200, entry)
+    return await ledgerapi.post_entry(req, pipeline.get())
 
 
-@app.route(route="ledger/entries", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+@app.route(route="ledger/entries", methods=["GET"], auth_level=func.AuthLevel.FUNCTION)
 async def ledger_list(req: func.HttpRequest) -> func.HttpResponse:
-    current = pipeline.get()
-    entries = await current.db(current.book.entries)
-    return func.HttpResponse(json.dumps({"entries": entries}), mimetype="application/json")
+    return await ledgerapi.list_entries(req, pipeline.get())

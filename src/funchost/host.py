@@ -31,6 +31,7 @@ from funchost.indexing.spec import FunctionSpec
 from funchost.invocation import retry as retry_rules
 from funchost.invocation.executor import Executor
 from funchost.listeners.function_listener import MAX_RETRY_INTERVAL, FunctionListener
+from funchost.private_files import private_directory
 from funchost.runtime import registry
 from funchost.runtime.contracts import HostService, Runtime
 from funchost.runtime.current import get_current, set_current
@@ -113,6 +114,7 @@ class Host:
         clock = self.config.clock or SystemClock()
         faults = self.config.faults or FaultInjector()
         signals = Signals()
+        private_directory(self.data_dir)  # 0700: messages, blobs, jobs and keys are for this user only
         runtime = Runtime(
             app_dir=self.app_dir,
             data_dir=self.data_dir,

@@ -12,6 +12,10 @@ from pathlib import Path
 
 import pytest
 from tests.support.reliability import SteppingNow, make_store
+from tests.unit.reliability.test_store_bounded_wait import (  # noqa: F401
+    test_a_write_blocked_by_another_writer_of_this_process_gives_up,
+    test_outside_the_block_the_wait_is_not_bounded,
+)
 from tests.unit.reliability.test_store_dispatcher import *  # noqa: F403
 from tests.unit.reliability.test_store_effects_watchdog import *  # noqa: F403
 from tests.unit.reliability.test_store_intake import *  # noqa: F403

@@ -97,8 +97,10 @@ class Pipeline:
             await self.host.advance(seconds)
             await self.host.wait_until_idle()
 
-    async def ledger(self) -> list[dict[str, Any]]:
-        response = await self.host.http("GET", "/api/ledger/entries")
+    async def ledger(self, tenant: str = "tenant-a") -> list[dict[str, Any]]:
+        """The ledger stand-in's entries of `tenant` (its API is tenant-scoped)."""
+        response = await self.host.http("GET", "/api/ledger/entries", key="master", headers=auth(tenant, "auditor"))
+        assert response.status_code == 200, response.text
         return response.json()["entries"]  # type: ignore[no-any-return]
 
     async def close(self) -> None:

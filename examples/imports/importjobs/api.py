@@ -12,8 +12,16 @@ from typing import Any
 
 import azure.functions as func
 
-from funchost.reliability import AcceptKind, BlobReference, IdempotencyScope, OutboxMessage, log_event
+from funchost.reliability import (
+    AcceptKind,
+    BlobReference,
+    IdempotencyScope,
+    OutboxMessage,
+    StoreUnavailable,
+    log_event,
+)
 from funchost.reliability import metrics as m
+from funchost.reliability.logfields import loggable
 from importjobs.blobcheck import BlobInvalid, verify
 from importjobs.context import Pipeline
 from importjobs.identity import Principal, Unauthorized, authenticate
@@ -22,6 +30,7 @@ from importjobs.messages import JobMessage
 from importjobs.settings import ENDPOINT, IMPORT_QUEUE
 
 log = logging.getLogger("importjobs.api")
+RETRY_AFTER_SECONDS = 5
 
 
 def json_response(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> func.HttpResponse:
@@ -47,12 +56,24 @@ async def submit_import(req: func.HttpRequest, pipeline: Pipeline) -> func.HttpR
         if violation is not None:
             pipeline.metrics.incr(m.DISALLOWED_BLOB_REFERENCES)
             log_event(log, logging.WARNING, "Blob reference is not allowed", TenantId=principal.tenant_id,
-                      RequestedByUserId=principal.user_id, ContainerName=_printable(dto.container_name),
-                      BlobName=_printable(dto.blob_name), Violation=violation.value)
+                      RequestedByUserId=principal.user_id, ContainerName=loggable(dto.container_name),
+                      BlobName=loggable(dto.blob_name), Violation=violation.value)
             raise Rejected(403, "blob_not_allowed", f"the blob reference is not allowed ({violation.value})")
         return await _accept(req, pipeline, principal, key, dto, blob)
     except Rejected as rejected:
         return _reject(pipeline, rejected, principal)
+    except StoreUnavailable:  # nothing was written: the client retries with the same key
+        pipeline.metrics.incr(m.INTAKE_REJECTED, reason="store_unavailable")
+        log_event(log, logging.WARNING, "Import request refused: the jobs database is busy", TenantId=principal.tenant_id,
+                  RetryAfterSeconds=RETRY_AFTER_SECONDS)
+        return store_busy()
+
+
+def store_busy() -> func.HttpResponse:
+    """503 + Retry-After: the jobs database's write lock is held elsewhere (another host busy,
+    frozen or paused); the request wrote nothing and may be repeated with the same key."""
+    return json_response(503, {"error": "the jobs database is busy; retry with the same Idempotency-Key",
+                               "reason": "store_unavailable"}, {"Retry-After": str(RETRY_AFTER_SECONDS)})
 
 
 async def _accept(req: func.HttpRequest, pipeline: Pipeline, principal: Principal, key: str,
@@ -65,7 +86,7 @@ async def _accept(req: func.HttpRequest, pipeline: Pipeline, principal: Principa
     try:
         info = await verify(pipeline.blobs, blob, pipeline.settings)
     except BlobInvalid as exc:
-        existing = await pipeline.db(pipeline.store.jobs.get, scope.job_id)
+        existing = await pipeline.intake(pipeline.store.jobs.get, scope.job_id)
         if existing is not None:
             kind = AcceptKind.ALREADY_ACCEPTED if existing.request_hash == digest and \
                 existing.tenant_id == principal.tenant_id else AcceptKind.CONFLICT
@@ -77,7 +98,7 @@ async def _accept(req: func.HttpRequest, pipeline: Pipeline, principal: Principa
                          pipeline.now().isoformat().replace("+00:00", "Z"))
     outbox = OutboxMessage(IMPORT_QUEUE, message.to_json(), pipeline.settings.storage_connection)
     correlation = req.headers.get("x-correlation-id") or None
-    decision = await pipeline.db(pipeline.store.intake.accept_import, scope, digest, outbox, blob=pinned,
+    decision = await pipeline.intake(pipeline.store.intake.accept_import, scope, digest, outbox, blob=pinned,
                                  correlation_id=correlation[:100] if correlation else None)
     return _decided(pipeline, decision.kind, decision.job_id, principal)
 
@@ -112,7 +133,10 @@ async def get_import(req: func.HttpRequest, pipeline: Pipeline) -> func.HttpResp
     except Unauthorized as exc:
         return json_response(401, {"error": str(exc)}, {"WWW-Authenticate": "Bearer"})
     job_id = req.route_params.get("jobId", "")
-    job = await pipeline.db(pipeline.store.jobs.get_for_tenant, job_id, principal.tenant_id)
+    try:
+        job = await pipeline.intake(pipeline.store.jobs.get_for_tenant, job_id, principal.tenant_id)
+    except StoreUnavailable:
+        return store_busy()
     if job is None:  # another tenant's job reads exactly like a missing one
         return json_response(404, {"error": "job not found"})
     view = job.status_view()
@@ -120,9 +144,3 @@ async def get_import(req: func.HttpRequest, pipeline: Pipeline) -> func.HttpResp
     if job.blob is not None:
         view["blob"] = {"containerName": job.blob.container_name, "blobName": job.blob.blob_name}
     return json_response(200, view)
-
-
-def _printable(text: str) -> str:
-    """Blob names from clients may hold control characters: log them escaped and short."""
-    escaped = text.encode("unicode_escape").decode("ascii")
-    return escaped if len(escaped) <= 200 else escaped[:199] + "…"

@@ -19,6 +19,7 @@ import azure.functions as func
 
 from funchost.reliability import BlobReference, NewJob, OutboxMessage, blob_job_id, log_event, parse_blob_url
 from funchost.reliability import metrics as m
+from funchost.reliability.logfields import loggable
 from importjobs.context import Pipeline
 from importjobs.messages import JobMessage
 from importjobs.settings import INVALID_EVENT_QUEUE, OCR_QUEUE
@@ -32,9 +33,9 @@ EVENT_USER = "eventgrid"
 
 async def on_event(event: func.EventGridEvent, pipeline: Pipeline) -> str:
     """Returns what happened: ignored / invalid / not_allowed / accepted / duplicate."""
-    ids = {"EventId": event.id}
+    ids = {"EventId": loggable(str(event.id))}  # event fields are chosen by whoever published the event
     if event.event_type != BLOB_CREATED:
-        log_event(log, logging.INFO, "Event ignored: not a BlobCreated event", **ids, EventType=event.event_type)
+        log_event(log, logging.INFO, "Event ignored: not a BlobCreated event", **ids, EventType=loggable(str(event.event_type)))
         return "ignored"
     data = event.get_json() if isinstance(event.get_json(), dict) else {}
     parsed = parse_blob_url(str(data.get("url") or ""))
@@ -51,9 +52,8 @@ async def on_event(event: func.EventGridEvent, pipeline: Pipeline) -> str:
     violation = pipeline.policy.check(blob, tenant)
     if violation is not None:
         pipeline.metrics.incr(m.DISALLOWED_BLOB_REFERENCES)
-        log_event(log, logging.WARNING, "Blob reference is not allowed", **ids, StorageAccount=account,
-                  ContainerName=container, BlobName=name.encode("unicode_escape").decode("ascii")[:200],
-                  Violation=violation.value)
+        log_event(log, logging.WARNING, "Blob reference is not allowed", **ids, StorageAccount=loggable(account),
+                  ContainerName=loggable(container), BlobName=loggable(name), Violation=violation.value)
         return "not_allowed"
     job_id = blob_job_id(blob, event.event_type)
     message = JobMessage(job_id, tenant, EVENT_USER, blob, pipeline.now().isoformat().replace("+00:00", "Z"),
@@ -64,8 +64,8 @@ async def on_event(event: func.EventGridEvent, pipeline: Pipeline) -> str:
                                  OutboxMessage(OCR_QUEUE, message.to_json(), pipeline.settings.storage_connection))
     duplicate = decision.kind.value != "Accepted"
     log_event(log, logging.INFO, "Blob event duplicate: job already exists" if duplicate else "OCR job accepted",
-              **ids, JobId=decision.job_id, TenantId=tenant, StorageAccount=account, ContainerName=container,
-              BlobName=name)
+              **ids, JobId=decision.job_id, TenantId=loggable(tenant), StorageAccount=loggable(account),
+              ContainerName=loggable(container), BlobName=loggable(name))
     return "duplicate" if duplicate else "accepted"
 
 
@@ -76,7 +76,7 @@ async def _invalid(pipeline: Pipeline, event: func.EventGridEvent, reason: str, 
                               "reason": reason, "storageAccount": account, "containerName": container,
                               "blobName": name, "eventTime": str(event.event_time) if event.event_time else None}
     await pipeline.queues.send(INVALID_EVENT_QUEUE, json.dumps(record))
-    log_event(log, logging.WARNING, "Invalid blob event parked", EventId=event.id, Reason=reason,
+    log_event(log, logging.WARNING, "Invalid blob event parked", EventId=loggable(str(event.id)), Reason=reason,
               QueueName=INVALID_EVENT_QUEUE)
 
 

@@ -8,8 +8,10 @@ hosts), else `imports.db` in the funchost data folder, else `<app dir>/.funchost
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,11 +28,13 @@ from funchost.reliability import (
     open_store,
 )
 from importjobs.identity import VerifiedTokens
-from importjobs.ledger import LedgerBook, LedgerClient
+from importjobs.ledger import LedgerClient, LedgerCredentials
+from importjobs.ledgerbook import LedgerBook
 from importjobs.settings import PipelineSettings
 from importjobs.storage import BlobStore, QueueSender, _runtime, fault, open_storage
 
 T = TypeVar("T")
+INTAKE_THREADS = 4  # HTTP store calls at once; each waits at most intake_wait_seconds for a lock
 APP_DIR = Path(__file__).resolve().parents[1]
 
 
@@ -43,6 +47,7 @@ class Pipeline:
         self.metrics = Metrics()
         self.signal = CommitSignal()
         self.store: JobStore = self._open_store()
+        self._intake_threads = ThreadPoolExecutor(max_workers=INTAKE_THREADS, thread_name_prefix="importjobs-intake")
         self.queues: QueueSender
         self.blobs: BlobStore
         self.queues, self.blobs = open_storage(settings.storage_connection)
@@ -51,13 +56,17 @@ class Pipeline:
         self.tokens = VerifiedTokens()  # bearer tokens verified before (exp / nbf re-checked per use)
         self.dispatcher = OutboxDispatcher(
             self.store, self._send, prepare=self._prepare, metrics=self.metrics,
-            options=DispatcherOptions(interval_seconds=settings.dispatch_interval))
+            options=DispatcherOptions(interval_seconds=settings.dispatch_interval,
+                                      lease_seconds=settings.dispatch_lease_seconds))
         # An intake commit in this process dispatches at once (the toolkit's own wake-up path;
         # under funchost it counts as host activity); the timer is the safety net.
         self._unsubscribe = self.dispatcher.attach(self.signal, loop)
         self.quarantine = Quarantine(self.store, self._quarantine_writer, container=settings.quarantine_container,
                                      function_version=settings.function_version, metrics=self.metrics)
-        self.ledger = LedgerClient(self._ledger_url(), settings.ledger_timeout, self._ledger_transport())
+        credentials = LedgerCredentials(self._ledger_function_key, settings.jwt_secret,
+                                        audience=settings.jwt_audience, issuer=settings.jwt_issuer)
+        self.ledger = LedgerClient(self._ledger_url(), settings.ledger_timeout, self._ledger_transport(),
+                                   credentials)
         self._book: LedgerBook | None = None
 
     def _open_store(self) -> JobStore:
@@ -92,6 +101,26 @@ class Pipeline:
         base = self.runtime.services.base_url if self.runtime else "http://localhost:7071"
         return f"{base}/api/ledger/entries"
 
+    def _ledger_function_key(self) -> str | None:
+        """`LEDGER_FUNCTION_KEY`, else (the stand-in of this app) `ledger_post`'s own key."""
+        if self.settings.ledger_function_key or self.settings.ledger_url:
+            return self.settings.ledger_function_key
+        keys = self._own_keys()
+        return keys.ensure_function("ledger_post").get("default") if keys is not None else None
+
+    def _own_keys(self) -> Any:
+        """The host's key store; under a host that serves no HTTP (the test harness), the same
+        key files loaded here."""
+        runtime = self.runtime
+        if runtime is None:
+            return None
+        if runtime.services.keys is None:
+            from funchost.triggers.http.keys import KeyStore
+
+            runtime.services.keys = KeyStore.load_or_create(runtime.data_dir, runtime.settings,
+                                                            list(runtime.functions))
+        return runtime.services.keys
+
     def _ledger_transport(self) -> Any:
         """Without LEDGER_URL under a host that serves no socket (the test harness), call this
         app's own ledger endpoint in-process."""
@@ -104,13 +133,7 @@ class Pipeline:
             return None
         import httpx
 
-        from funchost.triggers.http.keys import KeyStore
-
-        keys = runtime.services.keys
-        if keys is None:
-            keys = runtime.services.keys = KeyStore.load_or_create(runtime.data_dir, runtime.settings,
-                                                                   list(runtime.functions))
-        return httpx.ASGITransport(app=create_asgi_app(runtime, keys))
+        return httpx.ASGITransport(app=create_asgi_app(runtime, self._own_keys()))
 
     @property
     def book(self) -> LedgerBook:
@@ -124,8 +147,22 @@ class Pipeline:
     # -- helpers -----------------------------------------------------------------------------------
 
     async def db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a (blocking) store call off the event loop."""
+        """Run a (blocking) store call of background work off the event loop."""
         return await asyncio.to_thread(fn, *args, **kwargs)
+
+    async def intake(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a store call of an HTTP request on the intake's own threads, its write waiting at
+        most `intake_wait_seconds` for the lock: background work stuck behind a lock another
+        host holds (frozen, paused in a debugger) never takes these threads, and a request
+        that cannot get the lock gets `StoreUnavailable` (a 503) instead of a 30 s wait."""
+        wait = self.settings.intake_wait_seconds
+
+        def call() -> T:
+            with self.store.db.bounded_wait(wait):
+                return fn(*args, **kwargs)
+
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self._intake_threads, context.run, call)
 
     async def aclose(self) -> None:
         self._unsubscribe()
@@ -133,13 +170,15 @@ class Pipeline:
         await self.ledger.aclose()
         if self._book is not None:
             self._book.close()
+        self._intake_threads.shutdown(wait=False, cancel_futures=True)
         self.store.close()
 
 
 class PipelineHolder:
     """One `Pipeline` per process, created on first use from inside a function."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: PipelineSettings | None = None) -> None:
+        self._settings = settings
         self._pipeline: Pipeline | None = None
         self._lock = threading.Lock()
 
@@ -148,7 +187,7 @@ class PipelineHolder:
             loop = asyncio.get_running_loop()
             with self._lock:
                 if self._pipeline is None:
-                    self._pipeline = Pipeline(PipelineSettings.from_environment(), loop)
+                    self._pipeline = Pipeline(self._settings or PipelineSettings.from_environment(), loop)
         return self._pipeline
 
     @property

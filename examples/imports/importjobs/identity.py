@@ -24,7 +24,7 @@ import binascii
 import json
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,6 +34,12 @@ from importjobs.settings import PipelineSettings
 
 TENANT_CLAIMS = ("tid", "http://schemas.microsoft.com/identity/claims/tenantid")
 USER_CLAIMS = ("oid", "http://schemas.microsoft.com/identity/claims/objectidentifier", "sub")
+ROLES_CLAIM = "roles"  # Microsoft Entra ID: the app roles assigned to the caller
+# Algorithms a JWKS key may verify, by key type and curve: a token whose header names another
+# algorithm is refused (401) before PyJWT is asked to verify it with an unfitting key.
+ALGORITHMS_BY_KEY = {"RSA": ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"),
+                     "EC:P-256": ("ES256",), "EC:P-384": ("ES384",), "EC:P-521": ("ES512",),
+                     "OKP:Ed25519": ("EdDSA",)}
 
 
 class Unauthorized(Exception):
@@ -44,6 +50,7 @@ class Unauthorized(Exception):
 class Principal:
     tenant_id: str
     user_id: str
+    roles: frozenset[str] = field(default=frozenset(), compare=False)  # app roles (`roles` claim)
 
 
 def _wall_clock() -> float:
@@ -106,7 +113,9 @@ def principal_from_claims(claims: Mapping[str, Any]) -> Principal:
     user = _first(claims, USER_CLAIMS)
     if not tenant or not user:
         raise Unauthorized("the token has no tenant (tid) or user (oid/sub) claim")
-    return Principal(tenant, user)
+    raw_roles = claims.get(ROLES_CLAIM)
+    roles = [raw_roles] if isinstance(raw_roles, str) else raw_roles if isinstance(raw_roles, list) else []
+    return Principal(tenant, user, frozenset(r for r in roles if isinstance(r, str)))
 
 
 def _first(claims: Mapping[str, Any], names: tuple[str, ...]) -> str | None:
@@ -143,20 +152,44 @@ def _from_bearer(header: str | None, settings: PipelineSettings, tokens: Verifie
 
 def _verification_key(token: str, settings: PipelineSettings) -> tuple[Any, list[str]]:
     if settings.jwks_file:
-        try:
-            header = jwt.get_unverified_header(token)
-            with open(settings.jwks_file, encoding="utf-8") as fh:
-                jwks = jwt.PyJWKSet.from_dict(json.load(fh))
-        except (jwt.PyJWTError, OSError, ValueError) as exc:
-            raise Unauthorized(f"invalid token: {type(exc).__name__}") from None
-        kid = header.get("kid")
-        for jwk in jwks.keys:
-            if kid is None or jwk.key_id == kid:
-                return jwk.key, ["RS256", "ES256", "PS256"]
-        raise Unauthorized("invalid token: unknown signing key")
+        return _jwks_key(token, settings.jwks_file)
     if settings.jwt_secret:
         return settings.jwt_secret, ["HS256"]
     raise Unauthorized("no token verification key is configured (IMPORTS_JWT_SECRET or IMPORTS_JWKS_FILE)")
+
+
+def _jwks_key(token: str, jwks_file: str) -> tuple[Any, list[str]]:
+    """The JWKS key named by the token's `kid` (or the first that fits), and the token's `alg`
+    only if that key can verify it: an ES256 token against an RSA key is a 401, not a crash."""
+    try:
+        header = jwt.get_unverified_header(token)
+        with open(jwks_file, encoding="utf-8") as fh:
+            document = json.load(fh)
+    except (jwt.PyJWTError, OSError, ValueError) as exc:
+        raise Unauthorized(f"invalid token: {type(exc).__name__}") from None
+    kid, alg = header.get("kid"), header.get("alg")
+    entries = document.get("keys") if isinstance(document, dict) else None
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict) or (kid is not None and entry.get("kid") != kid):
+            continue
+        if alg not in _algorithms_for(entry):
+            if kid is not None:
+                raise Unauthorized("invalid token: its algorithm does not fit the signing key")
+            continue
+        try:
+            return jwt.PyJWK(entry, algorithm=alg).key, [alg]
+        except (jwt.PyJWTError, ValueError, TypeError, KeyError):
+            raise Unauthorized("invalid token: the signing key in the JWKS is unusable") from None
+    raise Unauthorized("invalid token: unknown signing key")
+
+
+def _algorithms_for(entry: Mapping[str, Any]) -> tuple[str, ...]:
+    """What a JWK may verify: its own `alg` when the JWKS names one, else its key type's family."""
+    declared = entry.get("alg")
+    if isinstance(declared, str):
+        return (declared,)
+    kty, curve = entry.get("kty"), entry.get("crv")
+    return ALGORITHMS_BY_KEY.get(f"{kty}:{curve}" if curve else str(kty), ())
 
 
 def _from_client_principal(header: str | None) -> Principal:
@@ -169,7 +202,10 @@ def _from_client_principal(header: str | None) -> Principal:
     if not isinstance(decoded, dict) or not isinstance(decoded.get("claims"), list):
         raise Unauthorized("X-MS-CLIENT-PRINCIPAL has no claims")
     claims: dict[str, Any] = {}
+    roles: list[Any] = []
     for claim in decoded["claims"]:
         if isinstance(claim, dict) and isinstance(claim.get("typ"), str):
+            if claim["typ"] == ROLES_CLAIM:  # one claim per role in Easy Auth's principal
+                roles.append(claim.get("val"))
             claims.setdefault(claim["typ"], claim.get("val"))
-    return principal_from_claims(claims)
+    return principal_from_claims({**claims, ROLES_CLAIM: roles})

@@ -6,6 +6,7 @@ number is an error naming the setting.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,8 +19,31 @@ ENDPOINT = "POST /api/imports"
 MAX_BODY_BYTES = 32 * 1024
 
 
+# Secrets published with this app (local.settings.json, earlier demo scripts): anyone can sign
+# tokens with them, so they are refused unless the demo setting says this is the demo.
+DEMO_JWT_SECRETS = frozenset({"demo-only-secret-change-me-0123456789", "demo-only-jwt-secret-0123456789abcdef"})
+DEMO_SETTING = "IMPORTS_DEMO"
+MIN_JWT_SECRET_BYTES = 32  # RFC 7518 3.2: an HS256 key at least as long as the hash output
+
+
 class SettingError(ValueError):
     """An app setting has a value the pipeline cannot use."""
+
+
+def check_jwt_secret(secret: str | None, *, demo: bool) -> None:
+    """Refuse an HS256 secret anyone may know (published demo value) or guess (too short)."""
+    if secret is None:
+        return
+    if secret in DEMO_JWT_SECRETS and not demo:
+        raise SettingError(f"IMPORTS_JWT_SECRET is the demo secret published with this app: anyone could sign "
+                           f"tokens with it. Set a secret of your own (at least {MIN_JWT_SECRET_BYTES} random bytes) "
+                           f"or IMPORTS_JWKS_FILE; to run the demo with it, set {DEMO_SETTING}=true")
+    if secret in DEMO_JWT_SECRETS:
+        logging.getLogger("importjobs").warning(
+            "%s=true: tokens signed with the published demo secret are accepted; never outside the demo", DEMO_SETTING)
+    if len(secret.encode("utf-8")) < MIN_JWT_SECRET_BYTES:
+        raise SettingError(f"IMPORTS_JWT_SECRET is shorter than {MIN_JWT_SECRET_BYTES} bytes (RFC 7518 3.2 "
+                           "requires an HS256 key at least as long as the hash)")
 
 
 @dataclass(frozen=True)
@@ -39,9 +63,12 @@ class PipelineSettings:
     output_container: str = "ocr-output"
     quarantine_container: str = "quarantine"
     ledger_url: str | None = None  # None = this app's own /api/ledger/entries
+    ledger_function_key: str | None = None  # x-functions-key sent to the ledger (default: the stand-in's own)
     ledger_timeout: float = 10.0
     lease_seconds: float = 60.0
+    intake_wait_seconds: float = 2.0  # an HTTP request's wait for the jobs DB write lock before 503
     dispatch_interval: float = 10.0
+    dispatch_lease_seconds: float = 120.0  # how long a dead dispatcher's leased rows wait to be re-sent
     watchdog_stuck_seconds: float = 120.0
     function_version: str = "1.0.0"
 
@@ -72,6 +99,7 @@ class PipelineSettings:
         mode = (text("IMPORTS_AUTH") or "jwt").lower()
         if mode not in ("jwt", "easyauth"):
             raise SettingError(f"IMPORTS_AUTH must be 'jwt' or 'easyauth', got {mode!r}")
+        check_jwt_secret(text("IMPORTS_JWT_SECRET"), demo=(text(DEMO_SETTING) or "").lower() == "true")
         defaults = cls()
         return cls(
             auth_mode=mode,
@@ -88,9 +116,12 @@ class PipelineSettings:
             output_container=text("IMPORTS_OUTPUT_CONTAINER") or defaults.output_container,
             quarantine_container=text("IMPORTS_QUARANTINE_CONTAINER") or defaults.quarantine_container,
             ledger_url=text("LEDGER_URL"),
+            ledger_function_key=text("LEDGER_FUNCTION_KEY"),
             ledger_timeout=number("LEDGER_TIMEOUT_SECONDS", defaults.ledger_timeout),
             lease_seconds=number("IMPORTS_LEASE_SECONDS", defaults.lease_seconds),
+            intake_wait_seconds=number("IMPORTS_INTAKE_WAIT_SECONDS", defaults.intake_wait_seconds),
             dispatch_interval=number("IMPORTS_DISPATCH_INTERVAL_SECONDS", defaults.dispatch_interval),
+            dispatch_lease_seconds=number("IMPORTS_DISPATCH_LEASE_SECONDS", defaults.dispatch_lease_seconds),
             watchdog_stuck_seconds=number("IMPORTS_WATCHDOG_STUCK_SECONDS", defaults.watchdog_stuck_seconds),
             function_version=text("IMPORTS_FUNCTION_VERSION") or defaults.function_version,
         )

@@ -14,13 +14,15 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import azure.functions as func
 
 from funchost.errors import FunchostError, RetryLater
-from funchost.reliability import DecisionKind, Job, LeaseOptions, log_event, sha256_hex
+from funchost.reliability import DecisionKind, Job, LeaseOptions, keep_lease, log_event, sha256_hex
 from funchost.reliability import metrics as m
+from funchost.reliability.logfields import loggable
 from importjobs.context import Pipeline
 from importjobs.csvimport import ImportInvalid, parse_csv, summary
 from importjobs.ledger import LedgerRefused, TransientError
@@ -63,7 +65,7 @@ async def handle(msg: func.QueueMessage, pipeline: Pipeline, work: Work) -> None
     try:
         message = parse_message(body)
     except MalformedMessage as exc:
-        log_event(log, logging.ERROR, "Queue message is not a job message", **base, Error=str(exc))
+        log_event(log, logging.ERROR, "Queue message is not a job message", **base, Error=loggable(str(exc), 300))
         raise
     fields = {**base, "JobId": message.job_id, "TenantId": message.tenant_id}
     store = pipeline.store
@@ -103,15 +105,15 @@ async def handle(msg: func.QueueMessage, pipeline: Pipeline, work: Work) -> None
 
 
 async def _renew(run: Run) -> None:
-    """Extend the job lease at half its period while the run works (a live owner's heartbeat)."""
+    """Extend the job lease at half its period while the run works (a live owner's heartbeat);
+    a transient store failure is retried, not the end of renewal (toolkit `keep_lease`)."""
     pipeline, lease = run.pipeline, pipeline_lease(run)
     sleep = pipeline.runtime.clock.sleep if pipeline.runtime is not None else asyncio.sleep
-    while True:
-        await sleep(lease / 2)
-        until = await pipeline.db(pipeline.store.leases.renew, run.job.job_id, run.run_id, lease)
-        if until is None:
-            log_event(log, logging.WARNING, "Job lease lost while running", **run.fields)
-            return
+
+    async def renew() -> datetime | None:
+        return await pipeline.db(pipeline.store.leases.renew, run.job.job_id, run.run_id, lease)
+
+    await keep_lease(renew, lease, sleep, fields=run.fields)
 
 
 def pipeline_lease(run: Run) -> float:
@@ -183,7 +185,7 @@ async def import_csv(run: Run) -> None:
         return await pipeline.ledger.post(entry, idempotency_key)
 
     try:
-        result = await pipeline.store.effects.arun_once(job_id, LEDGER_OPERATION, post)
+        result = await pipeline.store.effects.arun_once(job_id, LEDGER_OPERATION, post, run_id=run.run_id)
     except LedgerRefused as exc:
         raise BusinessError(str(exc)) from None
     log_event(log, logging.INFO, "Import rows written and ledger entry posted", **run.fields, Rows=len(rows),

@@ -15,13 +15,14 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote, unquote, urlparse
+
+from funchost.private_files import write_private_file
 
 KEY_HEADER = "aeg-sas-key"
 TOKEN_HEADER = "aeg-sas-token"
@@ -68,15 +69,8 @@ class KeyRing:
         return keys
 
     def _save(self, keys: Mapping[str, TopicKeys]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         body = {"topics": {n: {"key1": k.key1, "key2": k.key2} for n, k in keys.items()}}
-        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(body, indent=2), encoding="utf-8")
-        try:
-            os.chmod(tmp, 0o600)
-        except OSError:  # pragma: no cover - platforms without POSIX modes
-            pass
-        os.replace(tmp, self.path)
+        write_private_file(self.path, json.dumps(body, indent=2))  # 0600 from the first byte
 
 
 # --- SAS tokens ----------------------------------------------------------------------------------

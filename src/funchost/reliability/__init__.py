@@ -12,10 +12,11 @@ Public names:
     BlobReference, BlobPolicy, Violation, parse_blob_url, blob_job_id    (blobref)
     Watchdog, WatchdogOptions, WatchdogReport                            (watchdog)
     Quarantine, PoisonMessage, QuarantineRecord                          (quarantine)
+    keep_lease, RenewalEnd                                               (renewal)
     Metrics, default_metrics                                             (metrics)
     log_event, check_fields, redact                                      (logfields)
     JobStore, AsyncJobStore, open_store, open_sqlite, open_postgres      (jobstore)
-    ReliabilityError, JobStoreError, StoreUnavailable, UnsafeLogValue,
+    ReliabilityError, JobStoreError, StoreUnavailable, LeaseLost, UnsafeLogValue,
     RetryLater, BusinessFailure                                          (errors)
 
 Depends only on the standard library (psycopg for PostgreSQL), so an app deployed to Azure can
@@ -29,6 +30,7 @@ from funchost.reliability.effects import EffectLog, RowSink, effect_key
 from funchost.reliability.errors import (
     BusinessFailure,
     JobStoreError,
+    LeaseLost,
     ReliabilityError,
     RetryLater,
     StoreUnavailable,
@@ -49,16 +51,17 @@ from funchost.reliability.outbox import (
     dispatch_backoff,
 )
 from funchost.reliability.quarantine import PoisonMessage, Quarantine, QuarantineRecord
+from funchost.reliability.renewal import RenewalEnd, keep_lease
 from funchost.reliability.watchdog import Watchdog, WatchdogOptions, WatchdogReport
 
 __all__ = [
     "AcceptDecision", "AcceptKind", "AsyncJobStore", "BatchResult", "BlobPolicy", "BlobReference",
     "BusinessFailure", "CommitSignal", "DecisionKind", "DispatcherOptions", "EffectLog", "IdempotencyScope",
-    "Job", "JobState", "JobStore", "JobStoreError", "LeaseOptions", "Metrics", "NewJob", "OutboxDispatcher",
+    "Job", "JobState", "JobStore", "JobStoreError", "LeaseLost", "LeaseOptions", "Metrics", "NewJob", "OutboxDispatcher",
     "OutboxMessage", "OutboxRow", "OutboxState", "PoisonMessage", "ProcessingDecision", "Quarantine",
-    "QuarantineRecord", "ReliabilityError", "RetryLater", "RowSink", "StoreUnavailable", "UnsafeLogValue",
+    "QuarantineRecord", "ReliabilityError", "RenewalEnd", "RetryLater", "RowSink", "StoreUnavailable", "UnsafeLogValue",
     "Violation", "Watchdog", "WatchdogOptions", "WatchdogReport", "after_commit", "blob_job_id",
     "canonical_json", "check_fields", "default_metrics", "dispatch_backoff", "effect_key", "import_job_id",
-    "log_event", "open_postgres", "open_sqlite", "open_store", "parse_blob_url", "redact", "request_hash",
+    "keep_lease", "log_event", "open_postgres", "open_sqlite", "open_store", "parse_blob_url", "redact", "request_hash",
     "select_fields", "sha256_hex",
 ]

@@ -14,6 +14,7 @@ from enum import StrEnum
 from urllib.parse import unquote, urlsplit
 
 from funchost.reliability.canonical import sha256_hex
+from funchost.reliability.logfields import unsafe_reason
 
 BLOB_HOST_SUFFIX = ".blob.core.windows.net"
 
@@ -58,6 +59,7 @@ class Violation(StrEnum):
     DOT_DOT = "dot_dot"
     BACKSLASH = "backslash"
     CONTROL_CHARACTER = "control_character"
+    CREDENTIAL_LIKE = "credential_like"  # a SAS signature, key or token: a URL pasted as a name
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,10 @@ class BlobPolicy:
 
 
 def check_blob_name(name: str, tenant_id: str | None) -> Violation | None:
-    """Name rules: no leading '/', no '..', no '\\', no control characters, tenant prefix."""
+    """Name rules: nothing that looks like a credential (SAS signature, account key, token), no
+    leading '/', no '..', no '\\', no control characters, tenant prefix."""
+    if unsafe_reason(name):
+        return Violation.CREDENTIAL_LIKE
     if name.startswith("/"):
         return Violation.LEADING_SLASH
     if ".." in name:

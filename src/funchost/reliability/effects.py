@@ -12,7 +12,11 @@ so a downstream API that honours the header de-duplicates too.
   calls `fn` again with the same key (the downstream de-duplicates an attempt whose outcome we
   never saw).
 
-Concurrent runs of one job are excluded by the job lease, not here.
+Concurrent runs of one job are excluded by the job lease, and fenced here: given the `run_id`
+that acquired the job, `begin` and `complete` apply only while that run still owns the job
+(Processing under the same runId). A run whose lease expired and was taken over gets `LeaseLost`
+instead of starting the effect again or recording its outcome over the new owner's; the new
+owner calls the downstream with the same key, which de-duplicates an attempt the stale run made.
 
 `RowSink` writes imported rows under a unique (jobId, rowNo) key: a rerun inserts nothing twice.
 """
@@ -26,12 +30,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from funchost.reliability.store.db import Database
+from funchost.reliability.errors import LeaseLost
+from funchost.reliability.jobs import JobState
+from funchost.reliability.store.db import Database, Tx
 
 T = TypeVar("T")
 
 STARTED = "Started"
 DONE = "Done"
+
+# The job is still owned by the run: the same fence as LeaseRepository.mark_*.
+_OWNED = "EXISTS (SELECT 1 FROM jobs WHERE jobs.job_id = ? AND jobs.run_id = ? AND jobs.state = ?)"
 
 
 def effect_key(job_id: str, operation: str) -> str:
@@ -69,12 +78,15 @@ class EffectLog:
             row = tx.one("SELECT * FROM effects WHERE job_id = ? AND operation = ?", (job_id, operation))
         return _record(row)
 
-    def begin(self, job_id: str, operation: str) -> EffectRecord | None:
+    def begin(self, job_id: str, operation: str, run_id: str | None = None) -> EffectRecord | None:
         """Record an attempt (one transaction). Returns the Done record when the effect already
-        happened."""
+        happened. With `run_id`, raises `LeaseLost` (recording nothing) unless that run still
+        owns the job."""
         key = effect_key(job_id, operation)
         now = self._now()
         with self._db.transaction() as tx:
+            if run_id is not None and not self._owned(tx, job_id, run_id):
+                raise LeaseLost(f"job {job_id}: run {run_id} no longer owns the job; effect {operation} not started")
             tx.execute(
                 "INSERT INTO effects (job_id, operation, idempotency_key, state, attempts, created_at)"
                 " VALUES (?, ?, ?, ?, 0, ?) ON CONFLICT DO NOTHING",
@@ -87,31 +99,50 @@ class EffectLog:
             record = _record(tx.one("SELECT * FROM effects WHERE job_id = ? AND operation = ?", (job_id, operation)))
         return record if record is not None and record.state == DONE else None
 
-    def complete(self, job_id: str, operation: str, result: Any = None) -> None:
-        with self._db.transaction() as tx:
-            tx.execute(
-                "UPDATE effects SET state = ?, result = ?, completed_at = ? WHERE job_id = ? AND operation = ?",
-                (DONE, json.dumps(result), self._now(), job_id, operation),
-            )
+    def _owned(self, tx: Tx, job_id: str, run_id: str) -> bool:
+        """Whether `run_id` owns the job; the row stays locked until the end of `tx` (PostgreSQL),
+        so an acquire cannot take the job over between this check and the insert."""
+        row = tx.one(f"SELECT run_id FROM jobs WHERE job_id = ? AND run_id = ? AND state = ?{self._db.lock_row}",
+                     (job_id, run_id, JobState.PROCESSING.value))
+        return row is not None
 
-    def run_once(self, job_id: str, operation: str, fn: Callable[[str], T]) -> T:
-        """Call `fn(idempotency_key)` unless this (job, operation) is already Done."""
-        done = self.begin(job_id, operation)
+    def complete(self, job_id: str, operation: str, result: Any = None, run_id: str | None = None) -> bool:
+        """Record the effect as Done with its result; returns whether it applied. With `run_id`
+        it applies only while that run owns the job and the effect is not Done yet."""
+        params: tuple[Any, ...] = (DONE, json.dumps(result), self._now(), job_id, operation)
+        sql = "UPDATE effects SET state = ?, result = ?, completed_at = ? WHERE job_id = ? AND operation = ?"
+        if run_id is not None:
+            sql += f" AND state = ? AND {_OWNED}"
+            params += (STARTED, job_id, run_id, JobState.PROCESSING.value)
+        with self._db.transaction() as tx:
+            return tx.execute(sql, params) == 1
+
+    def run_once(self, job_id: str, operation: str, fn: Callable[[str], T], run_id: str | None = None) -> T:
+        """Call `fn(idempotency_key)` unless this (job, operation) is already Done. With `run_id`
+        the bookkeeping is fenced (see the module docstring): `LeaseLost` when the run no
+        longer owns the job."""
+        done = self.begin(job_id, operation, run_id)
         if done is not None:
             return done.result  # type: ignore[no-any-return]
         result = fn(effect_key(job_id, operation))
-        self.complete(job_id, operation, result)
+        self._completed(job_id, operation, result, run_id)
         return result
 
-    async def arun_once(self, job_id: str, operation: str, fn: Callable[[str], Awaitable[T]]) -> T:
+    async def arun_once(self, job_id: str, operation: str, fn: Callable[[str], Awaitable[T]],
+                        run_id: str | None = None) -> T:
         """`run_once` for a coroutine function; the bookkeeping runs on a worker thread."""
 
-        done = await asyncio.to_thread(self.begin, job_id, operation)
+        done = await asyncio.to_thread(self.begin, job_id, operation, run_id)
         if done is not None:
             return done.result  # type: ignore[no-any-return]
         result = await fn(effect_key(job_id, operation))
-        await asyncio.to_thread(self.complete, job_id, operation, result)
+        await asyncio.to_thread(self._completed, job_id, operation, result, run_id)
         return result
+
+    def _completed(self, job_id: str, operation: str, result: Any, run_id: str | None) -> None:
+        if not self.complete(job_id, operation, result, run_id) and run_id is not None:
+            raise LeaseLost(f"job {job_id}: run {run_id} lost the job during effect {operation}; "
+                            "the new owner repeats it with the same Idempotency-Key")
 
 
 class RowSink:

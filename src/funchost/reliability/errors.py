@@ -11,6 +11,7 @@ from funchost.errors import BusinessFailure, FunchostError, RetryLater
 __all__ = [
     "BusinessFailure",
     "JobStoreError",
+    "LeaseLost",
     "ReliabilityError",
     "RetryLater",
     "StoreUnavailable",
@@ -32,3 +33,8 @@ class StoreUnavailable(JobStoreError):
 
 class UnsafeLogValue(ReliabilityError, ValueError):
     """A log field carried a SAS query, a token, a key or a raw message body."""
+
+
+class LeaseLost(ReliabilityError):
+    """The run no longer owns its job (the lease expired and another run took over): it must
+    not start or record effects for the job any more."""

@@ -139,3 +139,13 @@ def short_error(exc: BaseException, limit: int = 300) -> str:
     """An exception summary safe to log: type and message, secrets masked, truncated."""
     text = redact(f"{type(exc).__name__}: {exc}")
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def loggable(text: str, limit: int = 200) -> str:
+    """Client-supplied text (a blob name, a container) made safe for a log field: control and
+    non-ASCII characters escaped, secrets masked, at most `limit` characters. What the guard
+    would still refuse after masking is replaced as a whole."""
+    escaped = redact(text.encode("unicode_escape").decode("ascii"))
+    if unsafe_reason(escaped):
+        return "[redacted]"
+    return escaped if len(escaped) <= limit else escaped[: limit - 1] + "…"

@@ -4,8 +4,8 @@
 1. hashes the raw body (sha256) and parses the jobId when the body is a JSON object with one;
 2. stores the raw body through the injected blob writer in the quarantine container (which the
    deployment must restrict: only operators read it; the body may hold personal data);
-3. records the quarantine entry and marks the job NeedsAttention (unless already final), in one
-   transaction;
+3. records the quarantine entry and marks the job NeedsAttention (unless it is final, or a live
+   run owns it: Processing with an unexpired lease), in one transaction;
 4. raises the alert: `poison.quarantined` + `alerts` metrics and one ERROR log line with JobId,
    MessageHash, QueueMessageId, DequeueCount, FunctionVersion - never the raw body.
 
@@ -133,12 +133,16 @@ class Quarantine:
                 (record.quarantine_id, record.queue_name, record.message_id, record.message_hash,
                  record.job_id, record.dequeue_count, self.function_version, record.blob_name, now))
             if record.job_id:
+                # A job a live run owns (Processing, lease not expired) is left alone: the poisoned
+                # message was a duplicate that kept meeting the lease; the run finishes the job,
+                # and if it dies the watchdog re-enqueues the job once the lease has expired.
                 marked = tx.execute(
                     "UPDATE jobs SET state = ?, reason = ?, lease_until = NULL, updated_at = ?"
-                    " WHERE job_id = ? AND state IN (?, ?, ?)",
+                    " WHERE job_id = ? AND (state IN (?, ?)"
+                    " OR (state = ? AND (lease_until IS NULL OR lease_until <= ?)))",
                     (JobState.NEEDS_ATTENTION.value, f"poison message {record.message_hash[:16]}", now,
-                     record.job_id, JobState.ENQUEUED.value, JobState.PROCESSING.value,
-                     JobState.RETRYABLE_FAILED.value))
+                     record.job_id, JobState.ENQUEUED.value, JobState.RETRYABLE_FAILED.value,
+                     JobState.PROCESSING.value, self.store.now()))
         return marked == 1
 
     def pending(self) -> list[dict[str, Any]]:

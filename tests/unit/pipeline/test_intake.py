@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import threading
+import time
 
+import jwt
 import pytest
 from tests.support.pipeline import CSV_OK, Pipeline, auth, token
 
@@ -251,3 +255,88 @@ async def test_event_jobs_and_http_jobs_share_no_scope(pipeline: Pipeline) -> No
                                             OutboxMessage("ocr-jobs", "{}"))
     assert decision.kind.value == "Accepted"
     assert pipeline.store.outbox.for_job("blob_x")[0].state in (OutboxState.PENDING, OutboxState.DISPATCHED)
+
+
+SAS = "sv=2024-05-04&ss=b&srt=o&sp=r&se=2030-01-01T00:00:00Z&sig=c2VjcmV0LXNpZ25hdHVyZQ%3D%3D"
+JWT = token()
+
+
+@pytest.mark.parametrize("name", [f"tenant-a/in/file.csv?{SAS}", f"tenant-b/in/file.csv?{SAS}",
+                                  f"tenant-a/in/{JWT}", f"tenant-b/{JWT}/file.csv",
+                                  "tenant-a/AccountKey=c2VjcmV0", "tenant-a/Bearer abcdef"])
+async def test_a_blob_name_carrying_a_credential_is_refused_and_never_logged(
+        pipeline: Pipeline, name: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A URL with its SAS (or a token) pasted as a blob name is a 403, not an UnsafeLogValue 500."""
+    caplog.set_level(logging.DEBUG)
+    response = await pipeline.submit({"containerName": "imports", "blobName": name}, key=f"k-{len(name)}-{name[:9]}")
+    assert response.status_code == 403, response.text
+    assert response.json()["reason"] == "blob_not_allowed" and "(credential_like)" in response.json()["error"]
+    logged = caplog.text + "".join(str(getattr(r, "custom_dimensions", "")) for r in caplog.records)
+    assert "Blob reference is not allowed" in logged
+    secrets = [s for s in ("c2VjcmV0LXNpZ25hdHVyZQ", JWT.split(".")[1], "c2VjcmV0", "abcdef") if s in name]
+    assert secrets and [s for s in secrets if s in logged] == []
+
+
+async def test_a_credential_in_the_container_name_is_masked_in_the_log(
+        pipeline: Pipeline, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    response = await pipeline.submit({"containerName": f"imports?{SAS}", "blobName": "tenant-a/in/file.csv"})
+    assert response.status_code == 403
+    assert "c2VjcmV0LXNpZ25hdHVyZQ" not in caplog.text and "Blob reference is not allowed" in caplog.text
+
+
+async def test_a_jwks_host_answers_401_for_a_token_whose_algorithm_does_not_fit_the_key(
+        start_pipeline, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+    from jwt.algorithms import RSAAlgorithm
+
+    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [{**json.loads(RSAAlgorithm.to_jwk(rsa_key.public_key())), "kid": "k1"}]}))
+    p = await start_pipeline(IMPORTS_JWKS_FILE=str(jwks), IMPORTS_JWT_SECRET="")
+    claims = {"tid": "tenant-a", "oid": "u", "exp": int(time.time()) + 600}
+    es256 = jwt.encode(claims, ec.generate_private_key(ec.SECP256R1()), algorithm="ES256", headers={"kid": "k1"})
+    response = await p.submit(BODY, headers={"Authorization": f"Bearer {es256}"})
+    assert response.status_code == 401 and "does not fit" in response.json()["error"]
+    rs256 = jwt.encode(claims, rsa_key, algorithm="RS256", headers={"kid": "k1"})
+    await _ready(p)
+    assert (await p.submit(BODY, headers={"Authorization": f"Bearer {rs256}"})).status_code == 202
+
+
+async def test_a_jobs_database_locked_elsewhere_is_a_quick_503_and_the_retry_is_accepted(start_pipeline) -> None:  # type: ignore[no-untyped-def]
+    """Another host holds the write lock (frozen, or paused in a debugger): the request waits
+    at most IMPORTS_INTAKE_WAIT_SECONDS, writes nothing and says when to retry."""
+    import sqlite3
+
+    p = await start_pipeline(IMPORTS_INTAKE_WAIT_SECONDS="0.2")
+    await _ready(p)
+    other_host = sqlite3.connect(p.store.db.path, isolation_level=None)
+    other_host.execute("BEGIN IMMEDIATE")
+    try:
+        busy = await p.submit(BODY, key="k-busy")
+        assert busy.status_code == 503, busy.text
+        assert busy.headers["Retry-After"] == "5" and busy.json()["reason"] == "store_unavailable"
+    finally:
+        other_host.execute("ROLLBACK")
+        other_host.close()
+    job_id = IdempotencyScope("tenant-a", "POST /api/imports", "user-1", "k-busy").job_id
+    assert p.store.jobs.get(job_id) is None  # nothing was written
+    retried = await p.submit(BODY, key="k-busy")
+    assert retried.status_code == 202 and retried.json()["jobId"] == job_id
+    assert (await p.status(retried.json()["jobId"])).status_code == 200
+
+
+async def test_intake_is_served_while_background_store_calls_hold_every_shared_thread(pipeline: Pipeline) -> None:
+    """Background work stuck behind a lock fills the default thread pool: intake has its own."""
+    p = pipeline
+    await _ready(p)
+    loop = asyncio.get_running_loop()
+    release = threading.Event()
+    blocked = [loop.run_in_executor(None, release.wait, 30) for _ in range(64)]
+    try:
+        response = await asyncio.wait_for(p.submit(BODY, key="k-starved"), 10)
+        assert response.status_code == 202
+        assert (await asyncio.wait_for(p.status(response.json()["jobId"]), 10)).status_code == 200
+    finally:
+        release.set()
+        await asyncio.gather(*blocked)

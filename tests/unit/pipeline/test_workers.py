@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+from typing import Any
 
 import pytest
 from tests.support.pipeline import CSV_BAD, Pipeline
 
-from funchost.reliability import LeaseOptions, sha256_hex
+from funchost.reliability import DecisionKind, LeaseOptions, StoreUnavailable, sha256_hex
 
 BODY = {"containerName": "imports", "blobName": "tenant-a/in/file.csv"}
 CONN = "ImportsStorage"
@@ -175,5 +177,42 @@ async def test_watchdog_requeues_a_job_whose_runner_died(any_pipeline: Pipeline)
     assert p.store.leases.acquire(job_id, LeaseOptions(lease_seconds=60)).acquired
     await p.settle(130)  # lease expired; the watchdog (every minute) re-enqueues through the outbox
     await p.settle(15)
+    assert await p.state(job_id) == "Completed"
+    assert len(await p.ledger()) == 1
+
+
+async def test_one_failed_lease_renewal_does_not_end_renewal_for_the_run(pipeline: Pipeline) -> None:
+    """A long run whose first renewal meets a locked database keeps its job (pipeline.md 3.9)."""
+    p = pipeline
+    release, calling = asyncio.Event(), asyncio.Event()
+    ledger, renew = p.context.ledger, p.store.leases.renew
+    post = ledger.post
+    failures: list[str] = []
+
+    async def slow_post(entry: dict[str, Any], key: str) -> dict[str, Any]:
+        calling.set()
+        await release.wait()
+        return await post(entry, key)
+
+    def renew_failing_once(*args: Any) -> Any:
+        if not failures:
+            failures.append("locked")
+            raise StoreUnavailable("sqlite: database is locked")
+        return renew(*args)
+
+    ledger.post, p.store.leases.renew = slow_post, renew_failing_once
+    job_id = await _accepted(p)
+    await asyncio.wait_for(calling.wait(), 10)
+    first_run = p.store.jobs.get(job_id).run_id  # type: ignore[union-attr]
+    try:
+        await p.host.advance(100)  # renewals at 30 (fails), 35, 65, 95: the 60 s lease never runs out
+        assert failures == ["locked"]
+        job = p.store.jobs.get(job_id)
+        # still the first run's job: no watchdog re-enqueue, no takeover by another delivery
+        assert job is not None and job.run_id == first_run and job.attempts == 1, job
+        assert p.store.leases.acquire(job_id, LeaseOptions(lease_seconds=60)).kind is DecisionKind.CURRENTLY_PROCESSING
+    finally:
+        release.set()
+    await p.settle()
     assert await p.state(job_id) == "Completed"
     assert len(await p.ledger()) == 1

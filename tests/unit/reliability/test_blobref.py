@@ -32,6 +32,10 @@ def test_allowed_reference():
         (ref("/tenant-a/f.csv"), Violation.LEADING_SLASH),
         (ref("tenant-a/f.csv", account="other"), Violation.ACCOUNT_NOT_ALLOWED),
         (ref(""), Violation.MISSING),
+        (ref("tenant-a/f.csv?sv=2024&sig=abcdef"), Violation.CREDENTIAL_LIKE),
+        (ref("tenant-b/f.csv?sig=abcdef"), Violation.CREDENTIAL_LIKE),
+        (ref("tenant-a/eyJhbGciOi.eyJzdWIiOi.c2lnbmF0dXJl"), Violation.CREDENTIAL_LIKE),
+        (ref("tenant-a/AccountKey=abc"), Violation.CREDENTIAL_LIKE),
     ],
 )
 def test_refused_references(blob, violation):

@@ -131,3 +131,13 @@ def test_a_refused_field_name_stays_refused():
             check_fields({"Payload": "x"})
         with pytest.raises(UnsafeLogValue):
             check_fields({"bad_name": "x"})
+
+
+@pytest.mark.parametrize("text", ["tenant-a/f.csv?sv=2024&se=2030&sig=abc%3D", "a/eyJhbGciOi.eyJzdWIiOi.c2lnbmF0dXJl",
+                                  "AccountKey=abc;x", "Bearer abc.def", "x\ud800\x00y", "n" * 5000])
+def test_loggable_text_always_passes_the_guard(text):
+    from funchost.reliability.logfields import loggable
+
+    safe = loggable(text)
+    check_fields({"BlobName": safe})
+    assert len(safe) <= 200 and "abc%3D" not in safe and "c2lnbmF0dXJl" not in safe

@@ -5,6 +5,7 @@ import asyncio
 import pytest
 
 from funchost.reliability.effects import effect_key
+from funchost.reliability.errors import LeaseLost
 from funchost.reliability.jobs import NewJob
 from funchost.reliability.lease import LeaseOptions
 from funchost.reliability.metrics import Metrics
@@ -104,3 +105,64 @@ def test_watchdog_reschedules_stuck_outbox_rows(store, now):
     assert (report.stuck_outbox, report.rescheduled_outbox) == (2, 2)  # Pending + DispatchUnknown
     due = {r.job_id for r in store.outbox.lease_due("d2", 10, 60)}
     assert "u" in due  # due now instead of in an hour
+
+
+# -- fencing by runId: a run that lost its job neither starts nor records an effect -----------------
+
+def _taken_over(store, now):
+    """job-1 acquired by a first run whose 60 s lease then expired and a second run took over."""
+    store.intake.accept(NewJob("job-1", "t", "u", "e"), OutboxMessage("import-jobs", "{}"))
+    first = store.leases.acquire("job-1", LeaseOptions(lease_seconds=60))
+    now.advance(61)
+    second = store.leases.acquire("job-1", LeaseOptions(lease_seconds=60))
+    assert first.acquired and second.acquired
+    return first.run_id, second.run_id
+
+
+def test_a_stale_run_cannot_record_the_effect_over_the_new_owner(store, now):
+    store.intake.accept(NewJob("job-1", "t", "u", "e"), OutboxMessage("import-jobs", "{}"))
+    first = store.leases.acquire("job-1", LeaseOptions(lease_seconds=60))
+    assert store.effects.begin("job-1", "post", first.run_id) is None  # the first run calls downstream ...
+    now.advance(61)
+    second = store.leases.acquire("job-1", LeaseOptions(lease_seconds=60))  # ... and is taken over
+    assert not store.effects.complete("job-1", "post", {"by": "first"}, run_id=first.run_id)
+    assert store.effects.get("job-1", "post").state == "Started"
+    keys = []
+    assert store.effects.run_once("job-1", "post", lambda key: keys.append(key) or {"by": "second"},
+                                  run_id=second.run_id) == {"by": "second"}
+    assert keys == ["job-1:post"]  # the same key: the downstream de-duplicates the first attempt
+    record = store.effects.get("job-1", "post")
+    assert record.state == "Done" and record.result == {"by": "second"}
+
+
+def test_a_stale_run_gets_lease_lost_and_starts_no_effect(store, now):
+    stale, _ = _taken_over(store, now)
+    calls = []
+    with pytest.raises(LeaseLost):
+        store.effects.run_once("job-1", "post", calls.append, run_id=stale)
+    assert calls == [] and store.effects.get("job-1", "post") is None
+
+
+async def test_a_run_that_loses_the_job_during_the_effect_gets_lease_lost(store, now):
+    store.intake.accept(NewJob("job-1", "t", "u", "e"), OutboxMessage("import-jobs", "{}"))
+    first = store.leases.acquire("job-1", LeaseOptions(lease_seconds=60))
+
+    async def slow_call(key):
+        now.advance(61)  # the call outlives the lease and another run takes the job over
+        assert store.leases.acquire("job-1", LeaseOptions(lease_seconds=60)).acquired
+        return "sent"
+
+    with pytest.raises(LeaseLost):
+        await store.effects.arun_once("job-1", "post", slow_call, run_id=first.run_id)
+    assert store.effects.get("job-1", "post").state == "Started"
+
+
+def test_the_owner_completes_its_effect_once(store):
+    store.intake.accept(NewJob("job-1", "t", "u", "e"), OutboxMessage("import-jobs", "{}"))
+    run = store.leases.acquire("job-1")
+    calls = []
+    assert store.effects.run_once("job-1", "post", lambda key: calls.append(key) or 7, run_id=run.run_id) == 7
+    assert store.effects.run_once("job-1", "post", lambda key: calls.append(key) or 8, run_id=run.run_id) == 7
+    assert calls == ["job-1:post"]
+    assert not store.effects.complete("job-1", "post", 9, run_id=run.run_id)  # already Done: kept
+    assert store.effects.get("job-1", "post").result == 7

@@ -4,7 +4,7 @@ import json
 import logging
 
 from funchost.reliability.jobs import JobState, NewJob
-from funchost.reliability.lease import DecisionKind
+from funchost.reliability.lease import DecisionKind, LeaseOptions
 from funchost.reliability.metrics import Metrics
 from funchost.reliability.outbox import OutboxMessage, OutboxState
 from funchost.reliability.quarantine import PoisonMessage, Quarantine
@@ -80,3 +80,24 @@ async def test_redrive_puts_the_job_back_through_the_outbox(store):
     assert store.jobs.get("job-1").state is JobState.ENQUEUED
     assert q.pending() == []
     assert store.leases.acquire("job-1").kind is DecisionKind.ACQUIRED
+
+
+async def test_a_job_owned_by_a_live_run_is_not_marked_needs_attention(store, now):
+    """A duplicate message that kept meeting a live run's lease is poisoned: the run still owns
+    the job and finishes it; NeedsAttention would make its MarkCompleted fail."""
+    store.intake.accept(NewJob("job-1", "t", "u", "e"), OutboxMessage("import-jobs", "{}"))
+    run = store.leases.acquire("job-1", LeaseOptions(lease_seconds=60))
+    quarantine = Quarantine(store, MemoryBlobs().write, metrics=Metrics())
+    record = await quarantine.handle(PoisonMessage("import-jobs-poison", body(), "m-1", 5))
+    assert not record.job_marked and store.jobs.get("job-1").state is JobState.PROCESSING
+    assert [p["quarantine_id"] for p in quarantine.pending()] == [record.quarantine_id]  # still quarantined
+    assert store.leases.mark_completed("job-1", run.run_id)
+
+
+async def test_a_job_whose_run_died_is_marked_needs_attention(store, now):
+    store.intake.accept(NewJob("job-1", "t", "u", "e"), OutboxMessage("import-jobs", "{}"))
+    store.leases.acquire("job-1", LeaseOptions(lease_seconds=60))
+    now.advance(61)  # the lease expired: nobody is working on the job
+    record = await Quarantine(store, MemoryBlobs().write, metrics=Metrics()).handle(
+        PoisonMessage("import-jobs-poison", body(), "m-1", 5))
+    assert record.job_marked and store.jobs.get("job-1").state is JobState.NEEDS_ATTENTION

@@ -60,6 +60,23 @@ class Database(ABC):
     def close(self) -> None: ...
 
     @contextmanager
+    def bounded_wait(self, seconds: float) -> Iterator[None]:
+        """Inside the block, a write transaction opened on this thread waits at most `seconds`
+        for the write lock, then raises `StoreUnavailable` instead of waiting out the busy timeout
+        (30 s): what an HTTP intake wants while another host holds the lock, frozen or slow. The
+        transaction was not opened, so nothing was written."""
+        local: Any = self._local
+        previous = getattr(local, "wait_limit", None)
+        local.wait_limit = seconds
+        try:
+            yield
+        finally:
+            local.wait_limit = previous
+
+    def _wait_limit(self) -> float | None:
+        return getattr(self._local, "wait_limit", None)
+
+    @contextmanager
     def _joined(self, tx: T) -> Iterator[T]:
         """Join the unit of work already open on this thread: nested calls share it."""
         local: Any = self._local

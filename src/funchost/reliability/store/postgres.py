@@ -106,8 +106,12 @@ class PostgresDatabase(Database):
                 yield tx
             return
         self._local.depth = 1
+        limit = self._wait_limit()
         try:
             with conn.transaction():
+                if limit is not None:  # a row lock held by a stalled host: fail fast (bounded_wait)
+                    conn.execute(pgsql.SQL("SET LOCAL lock_timeout = {}").format(
+                        pgsql.Literal(f"{max(1, int(limit * 1000))}ms")))
                 yield _PgTx(conn)
         except psycopg.Error as exc:
             raise _translate(exc) from exc

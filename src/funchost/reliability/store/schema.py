@@ -7,6 +7,7 @@ one transaction (PostgreSQL takes an advisory lock so several hosts may open at 
 
 from __future__ import annotations
 
+from funchost.reliability.errors import JobStoreError
 from funchost.reliability.store.db import Database
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
@@ -109,8 +110,22 @@ def latest_version() -> int:
     return MIGRATIONS[-1][0]
 
 
+def _version_in_place(db: Database) -> int:
+    """The schema version, read without a write lock; 0 for a database without the tables."""
+    try:
+        with db.read() as tx:
+            row = tx.one("SELECT MAX(version) AS version FROM reliability_schema")
+    except JobStoreError:  # no version table yet
+        return 0
+    return int(row["version"]) if row and row["version"] is not None else 0
+
+
 def migrate(db: Database) -> int:
-    """Create or upgrade the tables; returns the schema version now in place."""
+    """Create or upgrade the tables; returns the schema version now in place. A database that is
+    already current is only read: opening it never waits for another host's write lock (a
+    host frozen while holding it would otherwise stall every start for the busy timeout)."""
+    if _version_in_place(db) >= latest_version():
+        return latest_version()
     with db.transaction() as tx:
         lock = db.migration_lock()
         if lock:

@@ -19,14 +19,17 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from funchost.private_files import private_sqlite_file
 from funchost.reliability.errors import JobStoreError, StoreUnavailable
 from funchost.reliability.store.db import Database, Row, sortable_text
+from funchost.sqlite_open import connect_wal
 
 T = TypeVar("T")
 
@@ -88,8 +91,8 @@ class SqliteDatabase(Database):
     name = "sqlite"
 
     def __init__(self, path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # 0600 (and so are its -wal / -shm files); a folder of the user's choosing keeps its mode
+        self.path = private_sqlite_file(path, restrict_folder=False)
         self._busy_timeout = busy_timeout
         self._writer = writer_lock(self.path)
         self._local = threading.local()
@@ -104,17 +107,12 @@ class SqliteDatabase(Database):
         if self._closed:
             raise JobStoreError("the jobs database is closed")
 
-        def open_() -> sqlite3.Connection:
-            c = sqlite3.connect(
-                str(self.path), timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
-            )
+        def setup(c: sqlite3.Connection) -> None:
             c.row_factory = sqlite3.Row
-            c.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
-            c.execute("PRAGMA journal_mode=WAL")
             c.execute("PRAGMA synchronous=NORMAL")
-            return c
 
-        conn = _guard(open_)
+        # retried while another process converts the new file to WAL (funchost.sqlite_open)
+        conn = _guard(lambda: connect_wal(self.path, busy_timeout=self._busy_timeout, setup=setup))
         self._local.conn = conn
         self._local.depth = 0
         self._local.reading = False
@@ -131,8 +129,12 @@ class SqliteDatabase(Database):
             with self._joined(_SqliteTx(conn)) as tx:
                 yield tx
             return
-        with self._writer:
-            _guard(lambda: conn.execute("BEGIN IMMEDIATE"))
+        limit = self._wait_limit()
+        started = time.monotonic()
+        if not self._writer.acquire(timeout=-1 if limit is None else limit):
+            raise StoreUnavailable(f"sqlite: the jobs database is busy (no write lock within {limit:g} s)")
+        try:
+            self._begin_immediate(conn, None if limit is None else limit - (time.monotonic() - started))
             self._local.depth = 1
             try:
                 yield _SqliteTx(conn)
@@ -146,6 +148,20 @@ class SqliteDatabase(Database):
             except JobStoreError:
                 _rollback(conn)
                 raise
+        finally:
+            self._writer.release()
+
+    def _begin_immediate(self, conn: sqlite3.Connection, wait: float | None) -> None:
+        """BEGIN IMMEDIATE, waiting for another process's write lock up to the busy timeout, or
+        only `wait` seconds inside `bounded_wait` (the connection's timeout is restored after)."""
+        if wait is None:
+            _guard(lambda: conn.execute("BEGIN IMMEDIATE"))
+            return
+        _guard(lambda: conn.execute(f"PRAGMA busy_timeout={max(0, int(wait * 1000))}"))
+        try:
+            _guard(lambda: conn.execute("BEGIN IMMEDIATE"))
+        finally:
+            conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
 
     @contextmanager
     def read(self) -> Iterator[_SqliteTx]:

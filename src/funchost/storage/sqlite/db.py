@@ -3,7 +3,8 @@
 All statements run on a single dedicated thread per database object (SQLite connections are
 not shareable across threads, and one writer thread avoids lock ping-pong inside a process).
 Several processes may open the same file: WAL journal, `BEGIN IMMEDIATE` for writes, and a
-busy timeout make them take turns safely.
+busy timeout make them take turns safely; the first open is retried while another process
+converts the file or creates the schema (`funchost.sqlite_open`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from funchost.errors import StorageError
+from funchost.private_files import private_sqlite_file
 from funchost.runtime.activity import busy
+from funchost.sqlite_open import connect_wal
 
 T = TypeVar("T")
 
@@ -26,8 +29,7 @@ BUSY_TIMEOUT_MS = 30_000
 
 class SqliteDatabase:
     def __init__(self, path: Path, schema: str = "", *, name: str = "sqlite") -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = private_sqlite_file(path)  # 0600, and so are its -wal / -shm files
         self._schema = schema
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{name}-db")
         self._local = threading.local()
@@ -39,22 +41,21 @@ class SqliteDatabase:
     def _connect(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                                   check_same_thread=False)
-            conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode=WAL")
-            # NORMAL is durable across process crashes in WAL mode (only an OS crash can lose
-            # the last commits), which is the failure model of a local host.
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            if self._schema:
-                with _immediate(conn):
-                    for statement in _split(self._schema):
-                        conn.execute(statement)
+            conn = connect_wal(self.path, busy_timeout=BUSY_TIMEOUT_MS / 1000, setup=self._setup)
             self._local.conn = conn
             self._connections.append(conn)
         return conn
+
+    def _setup(self, conn: sqlite3.Connection) -> None:
+        conn.row_factory = sqlite3.Row
+        # NORMAL is durable across process crashes in WAL mode (only an OS crash can lose
+        # the last commits), which is the failure model of a local host.
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        if self._schema:  # IF NOT EXISTS inside BEGIN IMMEDIATE: a racing creator is harmless
+            with _immediate(conn):
+                for statement in _split(self._schema):
+                    conn.execute(statement)
 
     # -- running work ----------------------------------------------------------------------------
 

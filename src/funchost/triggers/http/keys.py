@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hmac
 import json
-import os
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from funchost.errors import ConfigError
+from funchost.private_files import create_private_file, write_private_file
 
 MASTER_KEY_SETTING = "FUNCHOST_MASTER_KEY"
 DEFAULT_KEY_NAME = "default"
@@ -50,17 +50,24 @@ def _equal(presented: str, stored: str) -> bool:
 
 
 def _write_private(path: Path, data: Mapping[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    write_private_file(path, json.dumps(data, indent=2))
+
+
+def _create_private(path: Path, data: Mapping[str, Any]) -> dict[str, Any]:
+    """Create the key file unless another process got there first; the stored content either
+    way, so hosts starting at the same moment on one data folder agree on their keys."""
+    if create_private_file(path, json.dumps(data, indent=2)):
+        return dict(data)
+    return _read_key_file(path)
 
 
 def _entries(keys: Mapping[str, str]) -> list[dict[str, Any]]:
     return [{"name": name, "value": value, "encrypted": False} for name, value in keys.items()]
+
+
+def _host_document(master: str, function_keys: Mapping[str, str], system_keys: Mapping[str, str]) -> dict[str, Any]:
+    return {"masterKey": {"name": "master", "value": master, "encrypted": False},
+            "functionKeys": _entries(function_keys), "systemKeys": _entries(system_keys), "source": "runtime"}
 
 
 def _read_key_file(path: Path) -> dict[str, Any]:
@@ -109,9 +116,10 @@ class KeyStore:
                        function_names: Iterable[str]) -> KeyStore:
         directory = Path(data_dir) / "keys"
         host_file = directory / "host.json"
-        host: dict[str, Any] = {}
         if host_file.exists():
             host = _read_key_file(host_file)
+        else:  # a host starting at the same moment may create it first: then its keys are used
+            host = _create_private(host_file, _host_document(new_key(), {DEFAULT_KEY_NAME: new_key()}, {}))
         master_entry = host.get("masterKey") or {}
         stored_master = master_entry.get("value") if isinstance(master_entry, dict) else None
         created = stored_master is None
@@ -121,19 +129,15 @@ class KeyStore:
         override = settings.get(MASTER_KEY_SETTING) if settings is not None else None
         store = cls(directory, override or stored_master, host_keys, system_keys, {},
                     master_overridden=bool(override), stored_master_key=stored_master)
-        if created or not host_file.exists() or "functionKeys" not in host:
+        if created or "functionKeys" not in host:
             store._save_host()
         for name in function_names:
             store.ensure_function(name)
         return store
 
     def _save_host(self) -> None:
-        _write_private(self.directory / "host.json", {
-            "masterKey": {"name": "master", "value": self._stored_master, "encrypted": False},
-            "functionKeys": _entries(self.host_function_keys),
-            "systemKeys": _entries(self.system_keys),
-            "source": "runtime",
-        })
+        _write_private(self.directory / "host.json",
+                       _host_document(self._stored_master, self.host_function_keys, self.system_keys))
 
     def _function_file(self, name: str) -> Path:
         return self.directory / f"{name.lower()}.json"
@@ -144,9 +148,11 @@ class KeyStore:
         if lowered in self.function_keys:
             return self.function_keys[lowered]
         path = self._function_file(name)
-        keys: dict[str, str] = {}
         if path.exists():
-            keys = _read_entries(_read_key_file(path).get("keys"))
+            stored = _read_key_file(path)
+        else:  # or the keys a host starting at the same moment created first
+            stored = _create_private(path, {"keys": _entries({DEFAULT_KEY_NAME: new_key()}), "source": "runtime"})
+        keys = _read_entries(stored.get("keys"))
         if not keys:
             keys = {DEFAULT_KEY_NAME: new_key()}
             _write_private(path, {"keys": _entries(keys), "source": "runtime"})
@@ -155,6 +161,11 @@ class KeyStore:
 
     def system_key(self, name: str) -> str:
         """A host system key (e.g. ``eventgrid_extension``), created on first request."""
+        if name not in self.system_keys:
+            # another host sharing the data folder may have created it since this one started
+            host_file = self.directory / "host.json"
+            stored = _read_entries(_read_key_file(host_file).get("systemKeys")) if host_file.exists() else {}
+            self.system_keys.update({k: v for k, v in stored.items() if k not in self.system_keys})
         if name not in self.system_keys:
             self.system_keys[name] = new_key()
             self._save_host()
