@@ -7,6 +7,10 @@ same concurrency, interleaved round by round:
 
 * ``funchost``: ``funchost start`` on a one-function app (``GET /api/hello`` -> "Hello, world!");
 * ``bare``: a raw ASGI hello-world callable on the same uvicorn (httptools + uvloop);
+* ``starlette``: a Starlette app with one `PlainTextResponse` route on the same uvicorn;
+* ``funchost-async``: the same funchost process, an `async def` hello;
+* ``workers-N`` / ``workers-N-async``: funchost with FUNCTIONS_WORKER_PROCESS_COUNT = N (the
+  machine's cores);
 * ``baseline`` (with ``--baseline-src``): the same app on funchost from another source tree
   (e.g. ``git worktree add /tmp/before <commit>``), to measure a change before and after in
   one run.
@@ -38,6 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results" / "http.json"
 PATH = "/api/hello"
+ASYNC_PATH = "/api/hello-async"
 
 APP = textwrap.dedent('''
     import azure.functions as func
@@ -47,6 +52,11 @@ APP = textwrap.dedent('''
 
     @app.route(route="hello", methods=["GET"])
     def hello(req: func.HttpRequest) -> func.HttpResponse:
+        return func.HttpResponse("Hello, world!")
+
+
+    @app.route(route="hello-async", methods=["GET"])
+    async def hello_async(req: func.HttpRequest) -> func.HttpResponse:
         return func.HttpResponse("Hello, world!")
 ''')
 
@@ -63,6 +73,21 @@ BARE = textwrap.dedent('''
         await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
         await send({"type": "http.response.body", "body": BODY})
 
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), lifespan="off", log_level="warning",
+                access_log=False, server_header=False)
+''')
+
+STARLETTE = textwrap.dedent('''
+    import sys
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    async def hello(request):
+        return PlainTextResponse("Hello, world!")
+
+    app = Starlette(routes=[Route("/api/hello", hello), Route("/api/hello-async", hello)])
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), lifespan="off", log_level="warning",
                 access_log=False, server_header=False)
 ''')
@@ -130,10 +155,11 @@ def wait_ready(port: int, timeout: float = 30.0) -> float:
     raise RuntimeError(f"port {port} did not serve {PATH} within {timeout}s")
 
 
-def start_funchost(app_dir: Path, data_dir: Path, port: int, src: Path | None = None) -> subprocess.Popen[bytes]:
+def start_funchost(app_dir: Path, data_dir: Path, port: int, src: Path | None = None,
+                   workers: int = 1) -> subprocess.Popen[bytes]:
     """`funchost start`; from the source tree `src` (its `src/` folder first on the path) if given."""
     cli = "import sys; from funchost.cli import main; sys.exit(main())"
-    env = dict(os.environ)
+    env = dict(os.environ, FUNCTIONS_WORKER_PROCESS_COUNT=str(workers))
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src / "src"), env.get("PYTHONPATH")]))
     return subprocess.Popen([sys.executable, "-c", cli, "start", str(app_dir), "--port", str(port),
@@ -150,17 +176,20 @@ def stop(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
-def measure_startup(app_dir: Path, work: Path, runs: int) -> list[float]:
-    times = []
+def measure_startup(app_dir: Path, work: Path, runs: int) -> tuple[list[float], list[float]]:
+    """Wall time from spawn to the first served request, and the CPU time the process used by
+    then (what a busy machine does not stretch)."""
+    times, cpu = [], []
     for index in range(runs):
         port = free_port()
         spawned = time.monotonic()
         process = start_funchost(app_dir, work / f"startup-{index}", port)
         try:
             times.append((wait_ready(port) - spawned) * 1000)
+            cpu.append((cpu_seconds(process.pid) or 0.0) * 1000)
         finally:
             stop(process)
-    return times
+    return times, cpu
 
 
 def _wrk_ms(text: str) -> float:
@@ -168,9 +197,9 @@ def _wrk_ms(text: str) -> float:
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
 
 
-def run_wrk(port: int, connections: int, duration: float) -> dict[str, float]:
+def run_wrk(port: int, connections: int, duration: float, path: str = PATH) -> dict[str, float]:
     out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{int(duration)}s", "--latency",
-                          f"http://127.0.0.1:{port}{PATH}"], capture_output=True, text=True, check=True).stdout
+                          f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True, check=True).stdout
     result = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))}  # type: ignore[union-attr]
     for quantile in ("50", "90", "99"):
         found = re.search(rf"^\s+{quantile}%\s+(\S+)", out, re.MULTILINE)
@@ -179,27 +208,33 @@ def run_wrk(port: int, connections: int, duration: float) -> dict[str, float]:
     return result
 
 
-def run_python_client(port: int, connections: int, duration: float) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", CLIENT, str(port), str(connections), str(duration), PATH],
+def run_python_client(port: int, connections: int, duration: float, path: str = PATH) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", CLIENT, str(port), str(connections), str(duration), path],
                          capture_output=True, text=True, check=True).stdout
     return json.loads(out)
 
 
 def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of a process (Linux /proc), threads included; None elsewhere."""
+    """User + system CPU time of a process and its children (Linux /proc: worker processes
+    count), threads included; None elsewhere."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    return total + sum(cpu_seconds(int(child)) or 0.0 for child in children)
 
 
 def measured(load: Any, process: subprocess.Popen[bytes], port: int, connections: int,
-             duration: float) -> dict[str, float]:
+             duration: float, path: str = PATH) -> dict[str, float]:
     """One load run, with the server's CPU time per request: unlike req/s, it hardly moves when
     other work shares the machine."""
     before = cpu_seconds(process.pid)
-    sample: dict[str, float] = load(port, connections, duration)
+    sample: dict[str, float] = load(port, connections, duration, path)
     after = cpu_seconds(process.pid)
     if before is not None and after is not None and sample["requests"]:
         sample["cpu_us_per_request"] = (after - before) / sample["requests"] * 1e6
@@ -229,54 +264,76 @@ def main() -> int:
         app_dir.mkdir()
         (app_dir / "function_app.py").write_text(APP)
         (app_dir / "host.json").write_text('{"version": "2.0"}')
-        startup = measure_startup(app_dir, work, args.startup_runs)
+        startup, startup_cpu = measure_startup(app_dir, work, args.startup_runs)
 
-        ports = {"bare": free_port(), "funchost": free_port()}
+        workers = os.cpu_count() or 2
+        ports = {"bare": free_port(), "starlette": free_port(), "funchost": free_port(), "workers": free_port()}
         processes = {"bare": subprocess.Popen([sys.executable, "-c", BARE, str(ports["bare"])]),
-                     "funchost": start_funchost(app_dir, work / "data", ports["funchost"])}
+                     "starlette": subprocess.Popen([sys.executable, "-c", STARLETTE, str(ports["starlette"])]),
+                     "funchost": start_funchost(app_dir, work / "data", ports["funchost"]),
+                     "workers": start_funchost(app_dir, work / "workers-data", ports["workers"], workers=workers)}
         if args.baseline_src is not None:
             ports["baseline"] = free_port()
             processes["baseline"] = start_funchost(app_dir, work / "baseline-data", ports["baseline"],
                                                    args.baseline_src.resolve())
-        samples: dict[str, list[dict[str, float]]] = {name: [] for name in ports}
+        # (target, process, path): the def and the async def hello on each funchost.
+        targets = [("bare", "bare", PATH), ("starlette", "starlette", PATH),
+                   ("funchost", "funchost", PATH), ("funchost-async", "funchost", ASYNC_PATH),
+                   (f"workers-{workers}", "workers", PATH), (f"workers-{workers}-async", "workers", ASYNC_PATH)]
+        if args.baseline_src is not None:
+            targets += [("baseline", "baseline", PATH), ("baseline-async", "baseline", ASYNC_PATH)]
+        samples: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in targets}
         try:
             for port in ports.values():
                 wait_ready(port)
                 load(port, args.connections, 1.0)  # warm-up
             for _ in range(args.rounds):
-                for name, port in ports.items():
-                    samples[name].append(measured(load, processes[name], port, args.connections, args.duration))
+                for name, key, path in targets:
+                    samples[name].append(measured(load, processes[key], ports[key], args.connections,
+                                                  args.duration, path))
         finally:
             for process in processes.values():
                 stop(process)
 
-    result = {
+    result: dict[str, Any] = {
         "environment": {"python": platform.python_version(), "machine": platform.machine(),
                         "cpus": os.cpu_count(), "client": client},
-        "parameters": {"duration_s": args.duration, "connections": args.connections, "rounds": args.rounds},
-        "startup_ms": {"median": round(statistics.median(startup), 1), "runs": [round(t, 1) for t in startup]},
+        "parameters": {"duration_s": args.duration, "connections": args.connections, "rounds": args.rounds,
+                       "worker_processes": workers},
+        "startup_ms": {"median": round(statistics.median(startup), 1), "runs": [round(t, 1) for t in startup],
+                       "cpu_median": round(statistics.median(startup_cpu), 1),
+                       "cpu_runs": [round(t, 1) for t in startup_cpu]},
     } | {name: summarize(rounds) for name, rounds in samples.items()}
-    result["funchost_vs_bare_rps"] = round(result["funchost"]["rps"] / result["bare"]["rps"], 3)
+    bare = result["bare"]["rps"]
+    result["ratios"] = {
+        "funchost_vs_bare": round(result["funchost"]["rps"] / bare, 3),
+        "funchost_async_vs_bare": round(result["funchost-async"]["rps"] / bare, 3),
+        "starlette_vs_bare": round(result["starlette"]["rps"] / bare, 3),
+        "workers_vs_one_process": round(result[f"workers-{workers}"]["rps"] / result["funchost"]["rps"], 3),
+        "workers_async_vs_one_process": round(result[f"workers-{workers}-async"]["rps"]
+                                              / result["funchost-async"]["rps"], 3),
+    }
     if "baseline" in samples:
         result["baseline_src"] = str(args.baseline_src)
-        result["funchost_vs_baseline_rps"] = round(result["funchost"]["rps"] / result["baseline"]["rps"], 3)
-        if "cpu_us_per_request" in result["funchost"]:
-            result["funchost_vs_baseline_cpu"] = round(
-                result["funchost"]["cpu_us_per_request"] / result["baseline"]["cpu_us_per_request"], 3)
+        for suffix in ("", "-async"):
+            current, before = result[f"funchost{suffix}"], result[f"baseline{suffix}"]
+            result["ratios"][f"funchost{suffix}_vs_baseline"] = round(current["rps"] / before["rps"], 3)
+            if "cpu_us_per_request" in current:
+                result["ratios"][f"funchost{suffix}_vs_baseline_cpu"] = round(
+                    current["cpu_us_per_request"] / before["cpu_us_per_request"], 3)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2))
     print(f"client: {client}, {args.connections} connections, {args.rounds} x {args.duration:g}s per target")
-    print(f"{'target':10} {'req/s':>10} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'CPU µs/req':>11}")
+    print(f"{'target':18} {'req/s min':>10} {'median':>10} {'max':>10} {'p50 ms':>8} {'p99 ms':>8} {'CPU µs/req':>11}")
     for name in samples:
         row = result[name]
+        rates = [r["rps"] for r in row["rounds"]]
         cpu = row.get("cpu_us_per_request", float("nan"))
-        print(f"{name:10} {row['rps']:>10.0f} {row['p50_ms']:>8.2f} {row['p90_ms']:>8.2f} {row['p99_ms']:>8.2f} "
-              f"{cpu:>11.1f}")
-    print(f"funchost / bare: {result['funchost_vs_bare_rps']:.0%}   start-up (spawn -> first response): "
-          f"{result['startup_ms']['median']:.0f} ms")
-    if "baseline" in samples:
-        print(f"funchost / baseline: {result['funchost_vs_baseline_rps']:.1%} of the req/s, "
-              f"{result.get('funchost_vs_baseline_cpu', float('nan')):.1%} of the CPU time per request")
+        print(f"{name:18} {min(rates):>10.0f} {row['rps']:>10.0f} {max(rates):>10.0f} {row['p50_ms']:>8.2f} "
+              f"{row['p99_ms']:>8.2f} {cpu:>11.1f}")
+    print("ratios (medians):", json.dumps(result["ratios"]))
+    print(f"start-up (spawn -> first response): {result['startup_ms']['median']:.0f} ms "
+          f"(CPU {result['startup_ms']['cpu_median']:.0f} ms)")
     print(f"written to {RESULTS.relative_to(ROOT.parent)}")
     return 0
 

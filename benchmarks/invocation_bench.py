@@ -1,47 +1,60 @@
 """CPU cost of one invocation inside the host, without sockets or a load generator.
 
-    python benchmarks/invocation_bench.py              # [--calls 20000] [--rounds 5]
+    python benchmarks/invocation_bench.py                    # [--calls 20000] [--rounds 3]
+    python benchmarks/invocation_bench.py --baseline-src DIR # the same scenarios on another source tree
+    python benchmarks/invocation_bench.py --only NAME,... --results FILE   # some scenarios, elsewhere
 
-Scenarios (in-process host on the real clock, `logging` at WARNING, CPU time of this process):
+Each scenario runs in its own process (in-process host on the real clock, `logging` at WARNING
+unless stated, CPU time of that process per call); with ``--baseline-src`` the baseline tree
+(``git archive <commit> src | tar -x -C DIR``) and this one alternate round by round, so the
+before/after ratio comes from one run on the same machine.
+
   executor-async          runtime.invoker.invoke() of an `async def` function with a `str`
                           trigger, host.json functionTimeout "-1": the middleware chain, argument
                           binding and the call
   executor-async-timeout  the same with the default functionTimeout (30 minutes): adds the timer
   http-async / http-def   one GET through the host's ASGI app (routing, request conversion,
                           invocation, response) for an `async def` and a `def` hello function
-  *-otel                  the same with host.json telemetryMode OpenTelemetry, exporting over
-                          OTLP/HTTP to a local sink that accepts everything (`--no-otel` skips
-                          them): the span, metrics and the export thread's CPU are included
+  http-async-logged       http-async with the two log lines written to the console (a buffer)
+  queue-async / queue-def / queue-message
+                          one queue message through the trigger's processor (decode, poison
+                          check, invocation, delete) with storage calls that do nothing, for an
+                          `async def` / `def` function taking `str`, and an `async def` taking
+                          `func.QueueMessage`: the per-message cost beyond the storage calls
+  executor-async-otel / http-async-otel
+                          executor-async / http-async with host.json telemetryMode OpenTelemetry,
+                          exporting over OTLP/HTTP to a local sink that accepts everything: the
+                          span, the metrics and the export thread's CPU are included
 
-Results (median and best of the rounds, microseconds per call) are printed and written to
-benchmarks/results/invocation.json.
+Results (min / median / max of the rounds, microseconds of CPU per call) are printed and written
+to benchmarks/results/invocation.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import logging
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from azure.functions.meta import Datum
-
-from funchost.clock import SystemClock
-from funchost.invocation.contracts import InvocationRequest
-from funchost.testing import HostHarness, write_app
-
 RESULTS = Path(__file__).resolve().parent / "results" / "invocation.json"
+SCENARIOS = ("executor-async", "executor-async-timeout", "http-async", "http-async-logged", "http-def",
+             "queue-async", "queue-def", "queue-message", "executor-async-otel", "http-async-otel")
 
 APP = """
 import azure.functions as func
@@ -49,6 +62,14 @@ app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 
 @app.queue_trigger(arg_name="msg", queue_name="bench", connection="AzureWebJobsStorage")
 async def on_message(msg: str) -> None:
+    return None
+
+@app.queue_trigger(arg_name="msg", queue_name="benchdef", connection="AzureWebJobsStorage")
+def on_message_def(msg: str) -> None:
+    return None
+
+@app.queue_trigger(arg_name="msg", queue_name="benchtyped", connection="AzureWebJobsStorage")
+async def on_queue_message(msg: func.QueueMessage) -> None:
     return None
 
 @app.route(route="async")
@@ -61,16 +82,23 @@ def hello_def(req: func.HttpRequest) -> func.HttpResponse:
 """
 
 
-async def cpu_per_call(call: Callable[[], Awaitable[Any]], calls: int, rounds: int) -> dict[str, float]:
-    results = []
-    for _ in range(rounds):
-        started = time.process_time()
-        for i in range(calls):
-            await call()
-            if i % 64 == 0:
-                await asyncio.sleep(0)  # let the loop run, as a server's would between requests
-        results.append((time.process_time() - started) / calls * 1e6)
-    return {"median_us": round(statistics.median(results), 2), "best_us": round(min(results), 2)}
+async def cpu_per_call(call: Callable[[], Awaitable[Any]], calls: int) -> float:
+    for _ in range(min(calls, 500)):  # warm-up: plans, threads, caches
+        await call()
+    started = time.process_time()
+    for i in range(calls):
+        await call()
+        if i % 64 == 0:
+            await asyncio.sleep(0)  # let the loop run, as a server's would between requests
+    return (time.process_time() - started) / calls * 1e6
+
+
+def _harness(tmp: str, host_json: dict[str, Any] | None = None, settings: dict[str, str] | None = None) -> Any:
+    from funchost.clock import SystemClock
+    from funchost.testing import HostHarness, write_app
+
+    write_app(Path(tmp) / "app", APP, host_json=host_json)
+    return HostHarness(Path(tmp) / "app", data_dir=Path(tmp) / "data", clock=SystemClock(), settings=settings)
 
 
 @contextmanager
@@ -96,12 +124,13 @@ def otlp_sink() -> Iterator[str]:
         server.server_close()
 
 
-async def executor(calls: int, rounds: int, host_json: dict[str, Any],
-                   settings: dict[str, str] | None = None) -> dict[str, float]:
+async def executor(calls: int, host_json: dict[str, Any], settings: dict[str, str] | None = None) -> float:
+    from azure.functions.meta import Datum
+
+    from funchost.invocation.contracts import InvocationRequest
+
     with tempfile.TemporaryDirectory() as tmp:
-        write_app(Path(tmp) / "app", APP, host_json=host_json)
-        async with HostHarness(Path(tmp) / "app", data_dir=Path(tmp) / "data", clock=SystemClock(),
-                               settings=settings) as host:
+        async with _harness(tmp, host_json, settings) as host:
             function = host.runtime.functions["on_message"]
             invoker = host.runtime.invoker
 
@@ -109,23 +138,26 @@ async def executor(calls: int, rounds: int, host_json: dict[str, Any],
                 return invoker.invoke(InvocationRequest(function=function, trigger_value=Datum("x", "string"),
                                                         reason="bench"))
 
-            return await cpu_per_call(call, calls, rounds)
+            return await cpu_per_call(call, calls)
 
 
-async def http(calls: int, rounds: int, path: str, host_json: dict[str, Any] | None = None,
-               settings: dict[str, str] | None = None) -> dict[str, float]:
+async def http(calls: int, path: str, logged: bool = False, host_json: dict[str, Any] | None = None,
+               settings: dict[str, str] | None = None) -> float:
+    from funchost import logs
+    from funchost.triggers.http.keys import KeyStore
+    from funchost.triggers.http.server import create_asgi_app
+
     with tempfile.TemporaryDirectory() as tmp:
-        write_app(Path(tmp) / "app", APP, host_json=host_json)
-        async with HostHarness(Path(tmp) / "app", data_dir=Path(tmp) / "data", clock=SystemClock(),
-                               settings=settings) as host:
-            from funchost.triggers.http.keys import KeyStore
-            from funchost.triggers.http.server import create_asgi_app
-
+        async with _harness(tmp, host_json, settings) as host:
+            if logged:  # the console lines, as `funchost start` writes them, into a buffer
+                sys.stdout, real = io.StringIO(), sys.stdout
+                logs.configure("text")
             runtime = host.runtime
             keys = KeyStore.load_or_create(runtime.data_dir, runtime.settings, list(runtime.functions))
             app = create_asgi_app(runtime, keys)
             scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b"",
-                     "headers": [(b"host", b"localhost:7071")], "scheme": "http", "server": ("127.0.0.1", 7071)}
+                     "headers": [(b"host", b"localhost:7071"), (b"user-agent", b"wrk"), (b"accept", b"*/*")],
+                     "scheme": "http", "server": ("127.0.0.1", 7071), "http_version": "1.1"}
             statuses: list[int] = []
 
             async def receive() -> dict[str, Any]:
@@ -138,44 +170,132 @@ async def http(calls: int, rounds: int, path: str, host_json: dict[str, Any] | N
             def call() -> Awaitable[Any]:
                 return app(dict(scope), receive, send)
 
-            figures = await cpu_per_call(call, calls, rounds)
+            try:
+                figure = await cpu_per_call(call, calls)
+            finally:
+                if logged:
+                    sys.stdout = real
+                    logging.getLogger().handlers.clear()
             assert set(statuses) == {200}, set(statuses)
-            return figures
+            return figure
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
+class _NoStorage:
+    """A queue service whose calls do nothing: the processor's own cost per message."""
+
+    account_name = "devstoreaccount1"
+
+    async def delete_message(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    async def update_message(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("no renewal or release expected")
+
+
+async def queue(calls: int, function_name: str) -> float:
+    from funchost.storage.queues import QueueMessage
+    from funchost.triggers.queue import queues_options
+    from funchost.triggers.queue.processor import QueueProcessor
+
+    with tempfile.TemporaryDirectory() as tmp:
+        async with _harness(tmp) as host:
+            runtime = host.runtime
+            processor = QueueProcessor(runtime.functions[function_name], runtime, _NoStorage(),  # type: ignore[arg-type]
+                                       "bench", "bench-poison", queues_options(runtime), 600.0)
+            now = datetime.now(UTC)
+            message = QueueMessage(id="6d2ab4c8-3b0e-4a47-9f7e-0c5f0f2f8a11", content="eyJuIjogMX0=",
+                                   dequeue_count=1, insertion_time=now, expiration_time=now + timedelta(days=7),
+                                   next_visible_time=now + timedelta(minutes=10), pop_receipt="AgAAAAMAAAAAAAAA")
+
+            def call() -> Awaitable[Any]:
+                return processor.process(message)
+
+            try:
+                return await cpu_per_call(call, calls)
+            finally:
+                await processor.stop()
+
+
+async def scenario(name: str, calls: int) -> float:
     logging.getLogger().setLevel(logging.WARNING)
     no_timeout = {"version": "2.0", "functionTimeout": "-1"}
-    scenarios = {
-        "executor-async": await executor(args.calls, args.rounds, no_timeout),
-        "executor-async-timeout": await executor(args.calls, args.rounds, {"version": "2.0"}),
-        "http-async": await http(args.calls // 4, args.rounds, "/api/async"),
-        "http-def": await http(args.calls // 4, args.rounds, "/api/def"),
+    runs: dict[str, Callable[[], Awaitable[float]]] = {
+        "executor-async": lambda: executor(calls, no_timeout),
+        "executor-async-timeout": lambda: executor(calls, {"version": "2.0"}),
+        "http-async": lambda: http(calls // 4, "/api/async"),
+        "http-async-logged": lambda: http(calls // 4, "/api/async", logged=True),
+        "http-def": lambda: http(calls // 4, "/api/def"),
+        "queue-async": lambda: queue(calls // 2, "on_message"),
+        "queue-def": lambda: queue(calls // 4, "on_message_def"),
+        "queue-message": lambda: queue(calls // 2, "on_queue_message"),
     }
-    if args.otel:
+    if name.endswith("-otel"):
         with otlp_sink() as endpoint:
             settings = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_BSP_SCHEDULE_DELAY": "200"}
             otel = {**no_timeout, "telemetryMode": "OpenTelemetry"}
-            scenarios["executor-async-otel"] = await executor(args.calls, args.rounds, otel, settings)
-            scenarios["http-async-otel"] = await http(args.calls // 4, args.rounds, "/api/async", otel, settings)
-    return scenarios
+            if name == "executor-async-otel":
+                return await executor(calls, otel, settings)
+            return await http(calls // 4, "/api/async", host_json=otel, settings=settings)
+    return await runs[name]()
+
+
+def run_child(name: str, calls: int, src: Path | None) -> float:
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src / "src"), env.get("PYTHONPATH")]))
+    out = subprocess.run([sys.executable, __file__, "--child", name, "--calls", str(calls)], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    return float(out.strip().splitlines()[-1])
+
+
+def summary(values: list[float]) -> dict[str, Any]:
+    return {"min_us": round(min(values), 2), "median_us": round(statistics.median(values), 2),
+            "max_us": round(max(values), 2), "rounds": [round(v, 2) for v in values]}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20000)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--no-otel", dest="otel", action="store_false", help="skip the telemetry-on scenarios")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", default=None, help="comma-separated scenario names")
+    parser.add_argument("--baseline-src", type=Path, help="a funchost source tree to measure as 'baseline'")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where to write the JSON results")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    scenarios = asyncio.run(run(args))
-    for name, figures in scenarios.items():
-        print(f"{name:24} {figures['median_us']:8.2f} us CPU per call (best {figures['best_us']:.2f})")
-    report = {"environment": {"python": platform.python_version(), "machine": platform.machine(),
-                              "cpus": os.cpu_count()},
-              "parameters": vars(args), "scenarios": scenarios}
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(f"written to {RESULTS.relative_to(Path.cwd()) if RESULTS.is_relative_to(Path.cwd()) else RESULTS}")
+    if args.child:
+        print(asyncio.run(scenario(args.child, args.calls)))
+        return
+    names = args.only.split(",") if args.only else list(SCENARIOS)
+    trees: dict[str, Path | None] = {"current": None}
+    if args.baseline_src is not None:
+        trees["baseline"] = args.baseline_src.resolve()
+    figures: dict[str, dict[str, list[float]]] = {tree: {name: [] for name in names} for tree in trees}
+    for round_index in range(args.rounds):
+        for name in names:
+            order = list(trees.items()) if round_index % 2 == 0 else list(reversed(trees.items()))
+            for tree, src in order:
+                figures[tree][name].append(run_child(name, args.calls, src))
+    report: dict[str, Any] = {
+        "environment": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
+        "parameters": {"calls": args.calls, "rounds": args.rounds,
+                       "baseline_src": str(args.baseline_src) if args.baseline_src else None},
+        "scenarios": {name: summary(figures["current"][name]) for name in names},
+    }
+    if "baseline" in trees:
+        report["baseline"] = {name: summary(figures["baseline"][name]) for name in names}
+    print(f"{'scenario':24} {'min':>8} {'median':>8} {'max':>8}   us CPU per call" +
+          ("   baseline median  ratio" if "baseline" in trees else ""))
+    for name in names:
+        row = report["scenarios"][name]
+        line = f"{name:24} {row['min_us']:8.2f} {row['median_us']:8.2f} {row['max_us']:8.2f}"
+        if "baseline" in trees:
+            base = report["baseline"][name]["median_us"]
+            line += f"   {base:15.2f}  {row['median_us'] / base:5.2f}"
+        print(line)
+    results = args.results.resolve()
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"written to {results.relative_to(Path.cwd()) if results.is_relative_to(Path.cwd()) else results}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ import asyncio
 import logging
 import os
 import re
-import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -66,9 +65,9 @@ class HostConfig:
     settings_override: Mapping[str, str] = field(default_factory=dict)
     apply_environment: bool = True  # export local.settings.json Values into os.environ
     faults: FaultInjector | None = None
-    # A socket already listening (`--reload` keeps one across host restarts): served instead of
-    # binding `bind`:`port`; the host never closes it.
-    http_socket: socket.socket | None = None
+    # An inherited listening socket to serve instead of binding `bind`:`port` (worker processes;
+    # `--reload` keeps one across host restarts). The host serves a duplicate and never closes it.
+    listen_fd: int | None = None
 
 
 @dataclass(frozen=True)
@@ -211,7 +210,7 @@ class Host:
         runtime.services.keys = self.keys
         self.http_server = HttpServer(runtime, self.keys, host=self.config.bind,
                                       port=self.port if self.port is not None else DEFAULT_PORT,
-                                      sock=self.config.http_socket)
+                                      listen_fd=self.config.listen_fd)
         await self.http_server.start()
         self.port = self.http_server.port
         runtime.services.base_url = f"http://localhost:{self.port}"

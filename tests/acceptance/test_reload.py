@@ -31,7 +31,7 @@ def version(req: func.HttpRequest) -> func.HttpResponse:
 
 @app.route(route="slow")
 def slow(req: func.HttpRequest) -> func.HttpResponse:
-    time.sleep(1.5)
+    time.sleep(1.0)  # in flight at the save; the reload still has to answer within 2 s of it
     return func.HttpResponse("slow done")
 """
 
@@ -52,7 +52,8 @@ def test_a_save_serves_the_new_code_on_the_same_port_after_in_flight_requests(tm
         slow: dict[str, str] = {}
         caller = threading.Thread(target=lambda: slow.update(result=body(host.base_url, "/api/slow")))
         caller.start()
-        time.sleep(0.3)  # the slow request is in flight
+        wait_until(lambda: "Executing 'Functions.slow'" in host.output(), "the slow request in flight",
+                   timeout=10, hosts=[host])
         saved = time.monotonic()
         (app / "function_app.py").write_text(APP.replace("VERSION", "two"), encoding="utf-8")
         wait_until(lambda: body(host.base_url) == "200 two a", "the new response", timeout=10, hosts=[host])
@@ -85,6 +86,19 @@ def test_a_syntax_error_waits_for_the_fix(tmp_path: Path) -> None:
         assert unavailable.status_code == 503 and "SyntaxError" in unavailable.text
         (app / "function_app.py").write_text(APP.replace("VERSION", "three"), encoding="utf-8")
         wait_until(lambda: body(host.base_url) == "200 three a", "the fixed app", timeout=10, hosts=[host])
+    finally:
+        code, output = stop_funchost(host)
+    assert code == 0, output
+
+
+def test_reload_runs_one_process_whatever_the_worker_process_count(tmp_path: Path) -> None:
+    app = write_app(tmp_path / "app", APP.replace("VERSION", "one"), files={"helpers.py": 'SUFFIX = "a"\n'})
+    host = start_funchost(app, "--reload", data_dir=tmp_path / "data", env={"FUNCTIONS_WORKER_PROCESS_COUNT": "2"})
+    try:
+        assert "FUNCTIONS_WORKER_PROCESS_COUNT=2 is not used with --reload or --debug" in host.output()
+        assert "Worker processes:" not in host.output()  # not supervised: a save reaches the only process
+        (app / "function_app.py").write_text(APP.replace("VERSION", "two"), encoding="utf-8")
+        wait_until(lambda: body(host.base_url) == "200 two a", "the new response", timeout=10, hosts=[host])
     finally:
         code, output = stop_funchost(host)
     assert code == 0, output

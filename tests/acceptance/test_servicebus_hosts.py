@@ -108,16 +108,18 @@ def test_two_hosts_and_a_sigkill_lose_no_message(tmp_path: Path) -> None:
     # after their lock (LockDuration PT5S in the example's Config.json) and are processed.
     app = copy_example("servicebus", tmp_path)
     data, log = tmp_path / "data", tmp_path / "tasks.log"
-    env = {"TASK_LOG": str(log), "SLOW_TASK_SECONDS": "0.05"}
+    # Invocations long enough that the victim always holds locked messages when it is killed, and a
+    # queue deep enough that it is still busy then (with 0.05 s both hosts could drain it between polls).
+    env = {"TASK_LOG": str(log), "SLOW_TASK_SECONDS": "0.25"}
     hosts = [start_funchost(app, data_dir=data, env=env) for _ in range(2)]
     survivor = hosts[1]
-    bodies = [f"slow-{i}" for i in range(240)]
+    bodies = [f"slow-{i}" for i in range(160)]
     try:
         (tmp_path / "bodies.txt").write_text("\n".join(bodies) + "\n")
         run_cli("servicebus", "send", "orders", "--file", str(tmp_path / "bodies.txt"), "--app", str(app),
                 "--data", str(data))
         victim_pid = hosts[0].process.pid
-        wait_until(lambda: sum(1 for _, _, pid, _ in task_lines(log) if pid == victim_pid) >= 20,
+        wait_until(lambda: sum(1 for _, _, pid, _ in task_lines(log) if pid == victim_pid) >= 10,
                    "the first host to be busy", TIMEOUT, hosts)
         hosts[0].process.send_signal(signal.SIGKILL)  # mid-invocation: no settlement, no release
         hosts[0].process.wait(timeout=10)

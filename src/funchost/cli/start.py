@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 import time
 from pathlib import Path
 
 from funchost import __version__, logs
+from funchost.cli import supervisor
 from funchost.errors import FunchostError
-from funchost.host import Host, HostConfig
+from funchost.host import DEFAULT_PORT, Host, HostConfig
+from funchost.settings.local_settings import load_local_settings
 from funchost.storage.backend import BACKEND_MODULES
 
 
@@ -39,9 +42,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     output = args.output
+    if not supervisor.is_worker():
+        try:
+            count = _worker_process_count(Path(args.app_dir))
+        except FunchostError as exc:
+            return _fail(exc, output)
+        if count > 1 and not (args.reload or args.debug is not None or args.debug_wait):
+            return _supervise(args, count)
+        if count > 1:  # one process to reload and to debug: docs/dev-loop.md
+            logs.print_line(f"{supervisor.SETTING}={count} is not used with --reload or --debug: "
+                            "one process runs the functions.", output=output, event="HostSingleProcess")
     logs.configure(output)
     config = HostConfig(app_dir=Path(args.app_dir), data_dir=Path(args.data) if args.data else None,
-                        storage=args.storage, port=args.port, bind=args.bind)
+                        storage=args.storage, port=args.port, bind=args.bind,
+                        listen_fd=supervisor.inherited_listen_fd())
     if args.debug is not None or args.debug_wait:  # docs/dev-loop.md
         from funchost.devloop.debugger import start_debugger
 
@@ -66,6 +80,27 @@ def run(args: argparse.Namespace) -> int:
         return _run_loop(host, output, started)
     except FunchostError as exc:
         return _fail(exc, output)
+
+
+def _worker_process_count(app_dir: Path) -> int:
+    """FUNCTIONS_WORKER_PROCESS_COUNT from the environment, else local.settings.json Values."""
+    value = os.environ.get(supervisor.SETTING)
+    if value is None:
+        value = load_local_settings(app_dir).values.get(supervisor.SETTING)
+    return supervisor.process_count(value)
+
+
+def _supervise(args: argparse.Namespace, count: int) -> int:
+    port = args.port
+    if port is None:
+        port = load_local_settings(Path(args.app_dir)).local_http_port or DEFAULT_PORT
+    argv = [str(args.app_dir), "--bind", args.bind, "--storage", args.storage, "--output", args.output]
+    if args.data:
+        argv += ["--data", str(args.data)]
+    try:
+        return supervisor.Supervisor(argv, count, args.bind, port, args.output).run()
+    except OSError as exc:
+        return _fail(FunchostError(f"cannot listen on {args.bind}:{port} ({exc.strerror or exc})"), args.output)
 
 
 def _run_loop(host: Host, output: str, started: float) -> int:
@@ -115,13 +150,26 @@ async def _serve(host: Host, output: str, started: float) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     await host.start()
-    _banner(host, output, started)
+    if not supervisor.quiet_start():
+        _banner(host, output, started)
+    if supervisor.is_worker():
+        supervisor.announce_ready()
+        orphan_watch = loop.create_task(_stop_when_orphaned(os.getppid(), stop))
     await stop.wait()
     logs.print_line("Stopping host: in-flight work finishes, new work is refused...", output=output,
                     event="HostStopping")
     await host.stop()
+    if supervisor.is_worker():
+        orphan_watch.cancel()
     logs.print_line("Host stopped.", output=output, event="HostStopped")
     return 0
+
+
+async def _stop_when_orphaned(parent: int, stop: asyncio.Event) -> None:
+    """A worker whose supervisor is gone (killed) stops gracefully instead of running on."""
+    while os.getppid() == parent:
+        await asyncio.sleep(1.0)
+    stop.set()
 
 
 def _banner(host: Host, output: str, started: float) -> None:

@@ -1,7 +1,7 @@
 """`funchost start --reload`: restart the app in this process when its files change.
 
 The port is bound once, here, and kept for the whole session: each host generation serves it
-through a duplicate (`HostConfig.http_socket`), so between two generations connections wait in
+through a duplicate (`HostConfig.listen_fd`), so between two generations connections wait in
 the socket's backlog instead of being refused. A save (`watch`) stops the running host
 gracefully first (HTTP requests and messages in flight finish, as at Ctrl+C), then the
 environment is put back as it was when the command started (local.settings.json is read
@@ -65,6 +65,7 @@ class ReloadingHost:
         self.stop = asyncio.Event()
         self.host: Host | None = None
         self.unavailable: UnavailableResponder | None = None
+        self.sock: socket.socket | None = None  # the session's listening socket
 
     async def serve(self, started: float) -> int:
         self._handle_signals()
@@ -73,7 +74,8 @@ class ReloadingHost:
         except FunchostError as exc:
             print(f"error: {exc}", file=sys.stderr, flush=True)
             return 1
-        config = replace(self.config, port=sock.getsockname()[1], http_socket=sock)
+        config = replace(self.config, port=sock.getsockname()[1], listen_fd=sock.fileno())
+        self.sock = sock
         saves: asyncio.Queue[list[tuple[str, Path]]] = asyncio.Queue()
         watcher = asyncio.get_running_loop().create_task(self._watch(saves))
         try:
@@ -120,8 +122,8 @@ class ReloadingHost:
             await host.stop()
             self._say(f"error: {exc}", "HostError", error=str(exc))
             self._say("Waiting for a change to reload (the port answers 503 meanwhile)...", "HostWaiting")
-            assert config.http_socket is not None
-            self.unavailable = UnavailableResponder(config.http_socket, str(exc))
+            assert self.sock is not None
+            self.unavailable = UnavailableResponder(self.sock, str(exc))
             await self.unavailable.start()
             return
         self.host = host

@@ -137,6 +137,7 @@ def _binding(raw_json: str, function: Any, settings: AppSettings, fn_name: str, 
 def _source_of(fn: Any, path: Path) -> tuple[str | None, int | None]:
     if fn is None:
         return str(path), None
+    fn = inspect.unwrap(fn)  # decorators such as the Durable client's wrap the user's function
     try:
         return inspect.getsourcefile(fn) or str(path), fn.__code__.co_firstlineno
     except (TypeError, AttributeError):

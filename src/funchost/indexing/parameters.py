@@ -39,11 +39,16 @@ def converter(binding_type: str) -> Any:
     return _registry.get(binding_type) if _registry is not None else None
 
 
+def has_implicit_output(binding: BindingSpec) -> bool:
+    """Whether the library's converter returns the function's value through this binding (the
+    durable triggers); output-only converters do not define the method."""
+    conv = converter(binding.type)
+    return bool(conv is not None and getattr(conv, "has_implicit_output", lambda: False)())
+
+
 def _uses_generic(binding: BindingSpec, pytype: Any) -> bool:
     """str / bytes on a binding with no implicit output are bound with the generic converter."""
-    conv = converter(binding.type)
-    implicit = bool(conv is not None and getattr(conv, "has_implicit_output", lambda: False)())
-    return pytype in (str, bytes) and not implicit
+    return pytype in (str, bytes) and not has_implicit_output(binding)
 
 
 def build_parameters(

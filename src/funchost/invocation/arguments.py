@@ -12,11 +12,15 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from azure.functions import _abc as azf_abc
+from azure.functions.http import HttpResponseConverter
 from azure.functions.meta import Datum
 
 from funchost.errors import InvocationError
 from funchost.indexing.parameters import _uses_generic, converter
 from funchost.indexing.spec import EMPTY, BindingSpec, ParameterSpec
+from funchost.invocation.http_response import encode_response
+from funchost.invocation.native import NativeDatum
 
 
 def generic_decode(datum: Datum | None) -> Any:
@@ -50,6 +54,8 @@ def decoder_for(param: ParameterSpec) -> Decoder:
     def library(datum: Datum | None, metadata: Mapping[str, Datum] | None) -> Any:
         if datum is None:
             return None
+        if isinstance(datum, NativeDatum) and datum.converter is conv:
+            return datum.decode()  # the same object, built from the trigger's own data
         return decode_with(datum, trigger_metadata=metadata)
 
     return library
@@ -116,8 +122,11 @@ def return_encoder_for(binding: BindingSpec, annotation: Any) -> Encoder:
 
 def _library_encoder(binding: BindingSpec, conv: Any, pytype: Any) -> Encoder:
     encode_with = conv.encode
+    direct_response = conv is HttpResponseConverter
 
     def library(value: Any) -> Datum | None:
+        if direct_response and isinstance(value, azf_abc.HttpResponse):
+            return encode_response(value)  # the converter's reads, without its Datums
         try:
             datum = encode_with(value, expected_type=pytype)
         except NotImplementedError:

@@ -6,11 +6,13 @@ that binding turns into the attempt's failed result.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable
 
-from funchost.clock import Clock
+from funchost.clock import Clock, SystemClock
 from funchost.errors import FunctionTimeoutError
 from funchost.invocation.contracts import InvocationResult
+from funchost.invocation.deadlines import DeadlineWatch
 from funchost.invocation.middleware import CallNext, Invocation
 from funchost.runtime import activity
 from funchost.runtime.faults import FaultInjector
@@ -56,8 +58,16 @@ class FunctionTimeout:
     def __init__(self, clock: Clock, seconds: float) -> None:
         self.clock = clock
         self.seconds = seconds
+        # On the system clock one timer serves every running invocation (`deadlines.py`);
+        # other clocks (the tests' ManualClock) get their own `timeout()` per call.
+        self._watch = DeadlineWatch(seconds) if isinstance(clock, SystemClock) else None
 
-    async def __call__(self, invocation: Invocation, call_next: CallNext) -> InvocationResult:
+    def __call__(self, invocation: Invocation, call_next: CallNext) -> Awaitable[InvocationResult]:
+        if self._watch is not None:
+            return self._watched(invocation, call_next, self._watch)
+        return self._timed(invocation, call_next)
+
+    async def _timed(self, invocation: Invocation, call_next: CallNext) -> InvocationResult:
         deadline = self.clock.timeout(self.seconds)
         try:
             async with deadline:
@@ -65,10 +75,34 @@ class FunctionTimeout:
         except TimeoutError:
             if not deadline.expired():  # type: ignore[attr-defined]
                 raise  # the function's own TimeoutError
-            raise FunctionTimeoutError(
-                f"Timeout value of {format_delay(self.seconds)} was exceeded by function: "
-                f"Functions.{invocation.plan.function.name}"
-            ) from None
+            raise self._timeout_error(invocation) from None
+
+    async def _watched(self, invocation: Invocation, call_next: CallNext, deadlines: DeadlineWatch) -> InvocationResult:
+        """`asyncio.timeout`'s rules: a cancellation the deadline caused becomes the timeout
+        error; one requested by someone else (the host stopping) stays a cancellation."""
+        watch = deadlines.enter()
+        try:
+            result = await call_next(invocation)
+        except asyncio.CancelledError:
+            deadlines.leave(watch)
+            if watch.expired and watch.task.uncancel() <= watch.cancelling:
+                raise self._timeout_error(invocation) from None
+            raise
+        except BaseException:
+            deadlines.leave(watch)
+            if watch.expired:
+                watch.task.uncancel()
+            raise
+        deadlines.leave(watch)
+        if watch.expired:
+            watch.task.uncancel()
+        return result
+
+    def _timeout_error(self, invocation: Invocation) -> FunctionTimeoutError:
+        return FunctionTimeoutError(
+            f"Timeout value of {format_delay(self.seconds)} was exceeded by function: "
+            f"Functions.{invocation.plan.function.name}"
+        )
 
 
 def format_delay(seconds: float) -> str:

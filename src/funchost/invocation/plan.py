@@ -11,6 +11,7 @@ from typing import Any
 
 from azure.functions.meta import Datum
 
+from funchost.indexing.parameters import has_implicit_output
 from funchost.indexing.spec import BindingSpec, FunctionSpec
 from funchost.invocation import arguments
 from funchost.runtime import registry
@@ -53,6 +54,10 @@ class InvocationPlan:
         self.return_name = returned.name if returned is not None else ""
         self.return_encoder = (arguments.return_encoder_for(returned, function.return_annotation)
                                if returned is not None else None)
+        if returned is None and has_implicit_output(function.trigger):
+            # Durable triggers: the worker returns the value through the trigger's converter.
+            self.return_name = "$return"
+            self.return_encoder = arguments.return_encoder_for(function.trigger, function.return_annotation)
         # Outputs a binding provider writes (by name, first binding of that name as before);
         # HTTP responses are the HTTP trigger's to send.
         writable: dict[str, tuple[BindingSpec, BindingSupport]] = {}

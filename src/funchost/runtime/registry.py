@@ -29,6 +29,10 @@ TRIGGER_MODULES: dict[str, str] = {
     "cosmosDBTrigger": "funchost.triggers.changefeed",
     "eventHubTrigger": "funchost.triggers.eventhub",
     "serviceBusTrigger": "funchost.triggers.servicebus",
+    "orchestrationTrigger": "funchost.triggers.durable.orchestration",
+    "activityTrigger": "funchost.triggers.durable.activity",
+    "entityTrigger": "funchost.triggers.durable.entity",
+    "warmupTrigger": "funchost.triggers.warmup",
 }
 
 BINDING_MODULES: dict[str, str] = {
@@ -39,10 +43,12 @@ BINDING_MODULES: dict[str, str] = {
     "eventGrid": "funchost.bindings.eventgrid",
     "eventHub": "funchost.bindings.eventhub",
     "serviceBus": "funchost.bindings.servicebus",
+    "durableClient": "funchost.bindings.durable_client",
 }
 
 HOST_SERVICE_MODULES: tuple[str, ...] = (
     "funchost.eventgrid.service",
+    "funchost.durable.service",
     "funchost.telemetry.service",
 )
 

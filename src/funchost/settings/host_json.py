@@ -39,9 +39,10 @@ EXTENSION_PARSERS: dict[str, str] = {
     "blobs": "funchost.bindings.blob_options",
     "eventHubs": "funchost.triggers.eventhub.options",
     "serviceBus": "funchost.triggers.servicebus.options",
+    "durableTask": "funchost.durable.options",
 }
 # Known to the Functions host but not emulated: accepted with one warning.
-KNOWN_EXTENSIONS = {"durableTask", "kafka", "sql", "rabbitMQ", "sendGrid",
+KNOWN_EXTENSIONS = {"kafka", "sql", "rabbitMQ", "sendGrid",
                     "mysql", "tables", "signalR", "webPubSub", "dapr", "mcp"}
 KNOWN_TOP_LEVEL = {"healthMonitor", "managedDependency", "watchDirectories",
                    "watchFiles", "aggregator", "customHandler", "concurrency",

@@ -2,7 +2,7 @@
 
 A backend hands out one object per service and connection, each implementing that service's
 Protocol (the ports: `queues.QueueService`, `blobs.BlobService`, `blobs.BlobChangeJournal`,
-`documents.DocumentStore`, `eventgrid.EventGridStore`). The host never uses a backend directly:
+`documents.DocumentStore`, `eventgrid.EventGridStore`, `durable.TaskHub`, ...). The host never uses a backend directly:
 `host_storage.HostStorage` puts the wrappers written once (Azure's argument rules, fault points,
 in-process wake-ups) in front of it.
 
@@ -26,6 +26,7 @@ from funchost.settings.app_settings import AppSettings
 from funchost.settings.connections import StorageConnection
 from funchost.storage.blobs import BlobChangeJournal, BlobService
 from funchost.storage.documents import DocumentStore
+from funchost.storage.durable import TaskHub
 from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.eventhubs import EventHubBroker
 from funchost.storage.queues import QueueService
@@ -60,6 +61,10 @@ class StorageBackend(Protocol):
 
     def eventhubs(self, namespace: str) -> EventHubBroker:
         """The embedded Event Hubs namespace of the data folder (whatever the storage backend)."""
+
+    def task_hub(self, name: str, connection: str | None = None) -> TaskHub:
+        """The Durable Functions task hub `name` (case-insensitive) of the connection's account, in
+        the data folder (whatever the storage backend)."""
 
     async def aclose(self) -> None: ...
 

@@ -24,6 +24,7 @@ from funchost.storage.backend import StorageBackend, create_backend
 from funchost.storage.blobs import BlobChangeJournal, BlobService
 from funchost.storage.document_rules import ValidatingDocumentStore
 from funchost.storage.documents import DocumentStore
+from funchost.storage.durable import TaskHub
 from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.eventhubs import EventHubBroker
 from funchost.storage.faults import FaultInjectingQueueService
@@ -85,6 +86,9 @@ class HostStorage:
 
     def eventhubs(self, namespace: str) -> EventHubBroker:
         return self.backend.eventhubs(namespace)
+
+    def task_hub(self, name: str, connection: str | None = None) -> TaskHub:
+        return self.backend.task_hub(name, connection)
 
     async def aclose(self) -> None:
         self._wrapped.clear()

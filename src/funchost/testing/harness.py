@@ -98,6 +98,7 @@ class HostHarness:
         self.queues: Any = None
         self.eventhubs: Any = None
         self.servicebus: Any = None
+        self.durable: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -112,6 +113,9 @@ class HostHarness:
         self.queues = _optional_tool("funchost.testing.queues", "QueueTools", self.runtime)
         self.eventhubs = _optional_tool("funchost.testing.eventhubs", "EventHubTools", self.runtime)
         self.servicebus = _optional_tool("funchost.testing.servicebus", "ServiceBusTools", self.runtime)
+        self.durable = _optional_tool("funchost.testing.durable", "DurableTools", self.runtime)
+        if self.durable is not None:
+            self.durable.idle = self.wait_until_idle
         await self.wait_until_idle()
         return self
 

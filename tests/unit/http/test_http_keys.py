@@ -48,6 +48,16 @@ def test_system_keys_are_created_on_demand_and_persisted(tmp_path: Path) -> None
     assert again.system_keys["eventgrid_extension"] == value
 
 
+def test_hosts_on_one_data_folder_share_a_system_key_created_after_they_started(tmp_path: Path) -> None:
+    first = KeyStore.load_or_create(tmp_path, {}, [])
+    second = KeyStore.load_or_create(tmp_path, {}, [])
+    created = first.system_key("durabletask_extension")
+    other = first.system_key("eventgrid_extension")
+    assert second.system_key("durabletask_extension") == created
+    assert second.resolve(created) == KeyMatch(AuthLevel.SYSTEM, "durabletask_extension")
+    assert KeyStore.load_or_create(tmp_path, {}, []).system_keys["eventgrid_extension"] == other
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> KeyStore:
     store = KeyStore(tmp_path, "master", {"default": "hostfn"}, {"eventgrid_extension": "sys"},

@@ -3,7 +3,7 @@
 One `AzureQueueService` / `AzureBlobService` per resolved connection (setting and endpoint), built
 lazily and shared. Documents (the Cosmos DB-like store) exist only in embedded storage. The
 state of this host's Event Grid topics is host-local: it stays in the embedded store under the
-data folder, whatever holds the app's queues and blobs.
+data folder, whatever holds the app's queues and blobs; so do Durable Functions task hubs.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from funchost.storage.azure.queues import AzureQueueService
 from funchost.storage.backend import StorageBackend, create_backend
 from funchost.storage.blobs import BlobChangeJournal
 from funchost.storage.documents import DocumentStore
+from funchost.storage.durable import TaskHub
 from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.eventhubs import EventHubBroker
 from funchost.storage.servicebus import ServiceBusBroker
@@ -77,7 +78,7 @@ class AzureStorage:
 
     def _local_backend(self) -> StorageBackend:
         """The data folder's embedded stores: what Azure Storage does not hold (Event Grid's
-        deliveries, the embedded Service Bus and Event Hubs brokers)."""
+        deliveries, the embedded Service Bus and Event Hubs brokers, Durable Functions task hubs)."""
         if self.data_dir is None:
             raise ConfigError("the embedded stores need a data folder", path="--data")
         with self._lock:
@@ -93,6 +94,9 @@ class AzureStorage:
 
     def eventhubs(self, namespace: str) -> EventHubBroker:
         return self._local_backend().eventhubs(namespace)
+
+    def task_hub(self, name: str, connection: str | None = None) -> TaskHub:
+        return self._local_backend().task_hub(name, connection)
 
     async def aclose(self) -> None:
         with self._lock:

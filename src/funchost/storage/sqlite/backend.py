@@ -2,7 +2,8 @@
 
 One service object per account and service, created on first use and shared. Event Grid's
 durable state lives in ``<data>/eventgrid/``, the embedded Service Bus and Event Hubs brokers in
-``<data>/servicebus/`` and ``<data>/eventhubs/``.
+``<data>/servicebus/`` and ``<data>/eventhubs/``, Durable Functions task hubs in
+``<data>/storage/<account>/durable/``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from funchost.settings.connections import (
 )
 from funchost.storage.sqlite.blobs import SqliteBlobService
 from funchost.storage.sqlite.documents import SqliteDocumentStore
+from funchost.storage.sqlite.durable import SqliteTaskHub
 from funchost.storage.sqlite.eventgrid import SqliteEventStore
 from funchost.storage.sqlite.eventhubs import SqliteEventHubBroker
 from funchost.storage.sqlite.queues import SqliteQueueService
@@ -88,6 +90,13 @@ class EmbeddedStorage:
         name = namespace.lower()
         return self._service("eventhubs", name,
                              lambda: SqliteEventHubBroker(self.data_dir / "eventhubs" / name, name, self.clock))
+
+    def task_hub(self, name: str, connection: str | None = None) -> SqliteTaskHub:
+        """One database per task hub in ``<data>/storage/<account>/durable/`` (the account of the
+        connection, as the extension keeps a hub in its storage account)."""
+        account = self.connection(connection, "queue").account_name
+        path = self.root / account / "durable" / f"{name.lower()}.sqlite"
+        return self._service(f"durable:{name.lower()}", account, lambda: SqliteTaskHub(path, name))
 
     async def aclose(self) -> None:
         with self._lock:

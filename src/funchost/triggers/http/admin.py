@@ -9,6 +9,8 @@
   function. For an HTTP function the host accepts the call and then fails to bind the string
   input ("An HttpRequest is required"): funchost does the same.
 - ``GET  /admin/functions/{name}/keys`` the function's keys.
+- ``/admin/warmup``                   any method, no key: runs the warmup function (if there is one)
+  and answers 200, or 500 when it fails (docs in `funchost.triggers.warmup`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from funchost.triggers.http.asgi import (
     respond_json,
 )
 from funchost.triggers.http.keys import AuthLevel, KeyMatch, KeyStore
+from funchost.triggers.warmup import is_warmup_function, warmup_request
 
 log = logging.getLogger("funchost.http.admin")
 ADMIN_BODY_LIMIT = 4 * 1024 * 1024
@@ -62,6 +65,9 @@ class AdminApi:
         parts = [p for p in scope["path"].lower().split("/") if p]
         if parts == ["admin", "host", "ping"] and method in ("GET", "POST"):
             await respond(send, 200)
+            return
+        if parts == ["admin", "warmup"]:
+            await self.warmup(send)
             return
         if caller.level is not AuthLevel.ADMIN:
             await respond(send, 401)
@@ -148,6 +154,14 @@ class AdminApi:
         self.background.add(task)
         task.add_done_callback(self.background.discard)
         await respond(send, 202)
+
+    async def warmup(self, send: Send) -> None:
+        function = next((f for f in self.runtime.functions.values() if is_warmup_function(f)), None)
+        if function is None:
+            await respond(send, 200)  # the host's default warmup route
+            return
+        result = await self.runtime.invoker.invoke(warmup_request(function))
+        await respond(send, 200 if result.succeeded else 500)
 
     async def drain(self) -> None:
         """Wait for admin-started invocations (graceful stop)."""

@@ -14,6 +14,7 @@ from typing import Any
 from azure.functions.meta import Datum
 
 from funchost.invocation.contracts import InvocationRequest
+from funchost.invocation.native import LazyMapping
 from funchost.runtime.contracts import Runtime
 from funchost.triggers.http import conversion
 from funchost.triggers.http.admin import AdminApi
@@ -28,6 +29,7 @@ from funchost.triggers.http.asgi import (
     respond,
 )
 from funchost.triggers.http.keys import AuthLevel, KeyMatch, KeyStore, authorized
+from funchost.triggers.http.native_request import HttpRequestDatum
 from funchost.triggers.http.options import HttpOptions
 from funchost.triggers.http.routing import HttpRoute, RouteTable
 from funchost.triggers.http.throttle import SCALE_OUT_HEADER, QueueFull, RequestQueue
@@ -73,6 +75,9 @@ class FunctionsApp:
         self.custom_headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
                                for k, v in options.custom_headers.items()]
         self.outputs = {route.function.name: http_output_name(route.function) for route in self.table.routes}
+        # App settings are fixed for the host's life (a change restarts the host on Azure).
+        self.disabled = {route.function.name for route in self.table.routes
+                         if settings.is_function_disabled(route.function.name)}
 
     # --- entry point ----------------------------------------------------------------------------
 
@@ -134,7 +139,7 @@ class FunctionsApp:
     async def _function_request(self, route: HttpRoute, values: dict[str, str], scope: Scope,
                                 receive: Receive, send: Send) -> None:
         function = route.function
-        disabled = self.runtime.settings.is_function_disabled(function.name)
+        disabled = function.name in self.disabled
         if route.auth_level != "anonymous" or disabled:
             caller = self._caller(scope, function.name)
             if disabled and caller.level is not AuthLevel.ADMIN:
@@ -162,12 +167,13 @@ class FunctionsApp:
         except ClientGone:
             return
         request = self._incoming(scope, values, body)
-        query = conversion.query_values(request.query_string)
-        data = conversion.binding_data(request, query)
+        query = conversion.query_values(request.query_string) if request.query_string else {}
+        # Binding data and metadata are built only if a binding expression or converter reads them.
+        data = LazyMapping(lambda: conversion.binding_data(request, query))
         invocation = InvocationRequest(
             function=route.function,
-            trigger_value=conversion.request_datum(request, query),
-            trigger_metadata=conversion.trigger_metadata(data),
+            trigger_value=HttpRequestDatum(request, query),
+            trigger_metadata=LazyMapping(lambda: conversion.trigger_metadata(data)),
             binding_data=data,
             reason=REASON,
             trace_parent=request.headers.get("traceparent"),

@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, quote
 
 from azure.functions.meta import Datum
 
+from funchost.invocation.http_response import HttpResponseDatum, ResponseParts
 from funchost.invocation.metadata import LazyMetadata
 
 RawHeaders = Iterable[tuple[bytes, bytes]]
@@ -236,6 +237,10 @@ def _cookies(cookies: Any) -> list[str]:
 
 def response_from_output(datum: Datum | None) -> OutgoingResponse:
     """The HTTP response for a function's http output (``$return`` or a named binding)."""
+    if type(datum) is HttpResponseDatum:
+        direct = _direct_response(datum.parts)
+        if direct is not None:
+            return direct
     if datum is None or datum.value is None:
         # The host's invocation middleware falls back to OkResult: 200 with an empty body.
         return OutgoingResponse(200, [], b"")
@@ -243,6 +248,17 @@ def response_from_output(datum: Datum | None) -> OutgoingResponse:
         return _http_response(datum.value)
     body = _datum_bytes(datum)
     return OutgoingResponse(200, [("content-type", TEXT_PLAIN)], body)
+
+
+def _direct_response(parts: ResponseParts) -> OutgoingResponse | None:
+    """`_http_response(parts.datum_value())` for the common case (an int status, a bytes body,
+    no cookies) without the Datums; None otherwise."""
+    status, body = parts.status_code, parts.body
+    if type(status) is not int or type(body) is not bytes or parts.cookies:
+        return None
+    headers = [(name, str(value)) for name, value in parts.headers.items()
+               if name.lower() not in ("content-length", "transfer-encoding")]
+    return OutgoingResponse(status, headers, body)
 
 
 def _http_response(value: Mapping[str, Any]) -> OutgoingResponse:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import socket
 from typing import Any
 
@@ -45,11 +46,12 @@ class _Server(uvicorn.Server):
 
 class HttpServer:
     def __init__(self, runtime: Runtime, keys: KeyStore, host: str = "127.0.0.1", port: int = 7071,
-                 sock: socket.socket | None = None) -> None:
-        """`sock`: a socket already listening, served through a duplicate (closing the server
-        leaves it open, so connections wait in its backlog for the next server)."""
+                 listen_fd: int | None = None) -> None:
+        """`listen_fd`: a socket already listening (shared by worker processes, kept by `--reload`),
+        served through a duplicate: closing the server leaves it open, so connections wait in its
+        backlog for the next server."""
         self.runtime = runtime
-        self.sock = sock
+        self.listen_fd = listen_fd
         self.keys = keys
         self.host = host
         self.port = port
@@ -77,8 +79,11 @@ class HttpServer:
             config.load()
         server = _Server(config, board)
         server.lifespan = config.lifespan_class(config)
+        sockets = None
+        if self.listen_fd is not None:
+            sockets = [socket.socket(fileno=os.dup(self.listen_fd))]
         try:
-            await server.startup(sockets=[self.sock.dup()] if self.sock is not None else None)
+            await server.startup(sockets=sockets)
         except SystemExit as exc:  # uvicorn exits the process when it cannot bind
             raise ConfigError(f"cannot listen on {self.host}:{self.port} (address in use?)") from exc
         if server.should_exit:

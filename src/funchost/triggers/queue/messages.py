@@ -9,11 +9,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from azure.functions.meta import Datum
+from azure.functions.queue import QueueMessage as LibraryQueueMessage
+from azure.functions.queue import QueueMessageInConverter
 
 from funchost.errors import InvalidResourceName
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
 from funchost.invocation.metadata import LazyMetadata
+from funchost.invocation.native import LazyMapping, NativeDatum
 from funchost.storage.queue_rules import validate_queue_name
 from funchost.storage.queues import QueueMessage
 
@@ -78,28 +81,36 @@ def _metadata_datum(entry: tuple[str, Any]) -> Datum:
     return _json_datum(value)
 
 
-def build_request(function: FunctionSpec, message: QueueMessage, body: bytes, queue: str,
-                  now: datetime) -> InvocationRequest:
-    """The trigger value, metadata and binding data the host gives the worker for one message."""
-    try:
-        text: str | None = body.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    data_type = (function.trigger.data_type or "").lower()
-    if data_type == "binary":
-        trigger = Datum(body, "bytes")
-    else:
-        trigger = Datum(text if text is not None else body.decode("utf-8", errors="replace"), "string")
-    inserted = message.insertion_time or now
-    # Built into Datums only if a converter reads them (a `str` or `bytes` parameter does not).
-    raw: dict[str, tuple[str, Any]] = {
-        "DequeueCount": (_JSON, message.dequeue_count),
-        "ExpirationTime": (_TIME, message.expiration_time),
-        "Id": (_STRING, message.id),
-        "InsertionTime": (_TIME, inserted),
-        "NextVisibleTime": (_TIME, message.next_visible_time),
-        "PopReceipt": (_STRING, message.pop_receipt or ""),
-    }
+class QueueMessageDatum(NativeDatum):
+    """The trigger value of one message; `decode()` is `QueueMessageInConverter.decode` of it
+    with this message's trigger metadata, built without the metadata's JSON round trips."""
+
+    converter = QueueMessageInConverter
+
+    def __init__(self, value: str | bytes, message: QueueMessage, inserted: datetime) -> None:
+        super().__init__("bytes" if isinstance(value, bytes) else "string", lambda: value)
+        self.body = value
+        self.message = message
+        self.inserted = inserted
+
+    def decode(self) -> LibraryQueueMessage:
+        message = self.message
+        return LibraryQueueMessage(  # type: ignore[no-untyped-call]
+            id=message.id, body=self.body, dequeue_count=message.dequeue_count,
+            expiration_time=_as_utc(message.expiration_time), insertion_time=_as_utc(self.inserted),
+            time_next_visible=_as_utc(message.next_visible_time), pop_receipt=message.pop_receipt or "")
+
+
+# What the library parses MAX_DATETIME_TEXT into (seven fraction digits cut to six).
+_MAX_DATETIME = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+
+
+def _as_utc(value: datetime | None) -> datetime:
+    """The datetime the library's `_parse_datetime` gives for `_when(value, MAX_DATETIME_TEXT)`."""
+    return _MAX_DATETIME if value is None else value.astimezone(UTC).replace(fold=0)
+
+
+def _binding_data(message: QueueMessage, text: str | None, inserted: datetime) -> dict[str, Any]:
     binding_data: dict[str, Any] = {}
     if text is not None:
         parsed = None
@@ -111,7 +122,6 @@ def build_request(function: FunctionSpec, message: QueueMessage, body: bytes, qu
         if isinstance(parsed, dict):
             # The JSON body's top-level properties are binding data too (e.g. {name} in a blob path).
             binding_data.update(parsed)
-        raw["QueueTrigger"] = (_STRING, text)
         binding_data["QueueTrigger"] = text
     binding_data.update({
         "DequeueCount": message.dequeue_count,
@@ -121,11 +131,41 @@ def build_request(function: FunctionSpec, message: QueueMessage, body: bytes, qu
         "NextVisibleTime": message.next_visible_time,
         "PopReceipt": message.pop_receipt,
     })
+    return binding_data
+
+
+def build_request(function: FunctionSpec, message: QueueMessage, body: bytes, queue: str,
+                  now: datetime) -> InvocationRequest:
+    """The trigger value, metadata and binding data the host gives the worker for one message.
+
+    Metadata Datums and binding data are built only when read (a `str` or `bytes` parameter
+    without binding expressions reads neither)."""
+    try:
+        text: str | None = body.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    data_type = (function.trigger.data_type or "").lower()
+    value: str | bytes
+    if data_type == "binary":
+        value = body
+    else:
+        value = text if text is not None else body.decode("utf-8", errors="replace")
+    inserted = message.insertion_time or now
+    raw: dict[str, tuple[str, Any]] = {
+        "DequeueCount": (_JSON, message.dequeue_count),
+        "ExpirationTime": (_TIME, message.expiration_time),
+        "Id": (_STRING, message.id),
+        "InsertionTime": (_TIME, inserted),
+        "NextVisibleTime": (_TIME, message.next_visible_time),
+        "PopReceipt": (_STRING, message.pop_receipt or ""),
+    }
+    if text is not None:
+        raw["QueueTrigger"] = (_STRING, text)
     return InvocationRequest(
         function=function,
-        trigger_value=trigger,
+        trigger_value=QueueMessageDatum(value, message, inserted),
         trigger_metadata=LazyMetadata(raw, _metadata_datum),
-        binding_data=binding_data,
+        binding_data=LazyMapping(lambda: _binding_data(message, text, inserted)),
         reason=f"New queue message detected on '{queue}'.",
         details={"MessageId": message.id, "DequeueCount": message.dequeue_count, "InsertedOn": inserted},
     )

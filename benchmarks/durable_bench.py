@@ -1,0 +1,246 @@
+"""Durable Functions on funchost's embedded task hub, and DBOS on SQLite as the peer, in one run.
+
+    python benchmarks/durable_bench.py                       # defaults below
+    python benchmarks/durable_bench.py --chains 100 --fanouts 20 --latency 300
+    python benchmarks/durable_bench.py --peer none           # funchost only
+
+Scenarios (fresh data folder each, real clock, no-op activities):
+  chain-10      --chains orchestrations of 10 activities one after the other, started together;
+                orchestrations per second from the first start to the last completion
+  fan-out-100   --fanouts orchestrations of 100 parallel activities (task_all), started together
+  latency-1     --latency orchestrations of one activity, one after the other: start -> Completed,
+                p50 / p99 / max in milliseconds
+
+funchost runs the real host in-process (executor, dispatchers, SQLite task hub, the SDK replaying
+each episode); orchestrations are started through the durable client the management API uses.
+DBOS runs in a child process with the same three shapes written the DBOS way: a workflow of 10
+steps, a workflow enqueueing 100 steps on a queue and collecting their results, a one-step
+workflow. Results: benchmarks/results/durable.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results" / "durable.json"
+
+APP = """
+import azure.functions as func
+import azure.durable_functions as df
+
+app = df.DFApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+@app.orchestration_trigger(context_name="context")
+def chain(context):
+    for i in range(10):
+        yield context.call_activity("noop", i)
+    return "done"
+
+@app.orchestration_trigger(context_name="context")
+def fan_out(context):
+    results = yield context.task_all([context.call_activity("noop", i) for i in range(100)])
+    return len(results)
+
+@app.orchestration_trigger(context_name="context")
+def one_step(context):
+    return (yield context.call_activity("noop", 1))
+
+@app.activity_trigger(input_name="value")
+def noop(value):
+    return value
+"""
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def latency_summary(samples: list[float]) -> dict[str, float]:
+    return {"p50_ms": round(percentile(samples, 0.5) * 1000, 2), "p99_ms": round(percentile(samples, 0.99) * 1000, 2),
+            "max_ms": round(max(samples) * 1000, 2), "mean_ms": round(statistics.mean(samples) * 1000, 2)}
+
+
+# -- funchost ---------------------------------------------------------------------------------------
+
+
+async def funchost_run(args: argparse.Namespace) -> dict[str, Any]:
+    from funchost.clock import SystemClock
+    from funchost.durable.service import DurableService
+    from funchost.host import Host, HostConfig
+
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="durable-bench-") as tmp:
+        app = Path(tmp) / "app"
+        app.mkdir()
+        (app / "function_app.py").write_text(textwrap.dedent(APP))
+        (app / "host.json").write_text(json.dumps({"version": "2.0", "logging": {"logLevel": {"default": "Warning"}}}))
+        host = Host(HostConfig(app_dir=app, data_dir=Path(tmp) / "data", serve_http=False, clock=SystemClock()))
+        host.load()
+        await host.start()
+        try:
+            service = host.runtime.services.find(DurableService)  # type: ignore[union-attr]
+            assert service is not None
+            watcher = CompletionWatcher(service.hub)
+            client = service.client
+            results["chain-10"] = await _throughput(client, watcher, "chain", args.chains)
+            results["fan-out-100"] = await _throughput(client, watcher, "fan_out", args.fanouts)
+            samples = []
+            for _ in range(args.latency):
+                started = time.perf_counter()
+                instance = await client.start_new("one_step", None, None)
+                await watcher.wait([instance])
+                samples.append(time.perf_counter() - started)
+            results["latency-1"] = latency_summary(samples)
+        finally:
+            await host.stop()
+    return results
+
+
+class CompletionWatcher:
+    """Notices completions as the host commits them (no polling of the task hub, which would
+    compete with the dispatchers for the database)."""
+
+    def __init__(self, hub: Any) -> None:
+        self.completed: set[str] = set()
+        self._changed = asyncio.Event()
+        commit = hub.commit
+
+        async def watched(item: Any, outcome: Any) -> None:
+            await commit(item, outcome)
+            if outcome.update.status == "Completed":
+                self.completed.add(item.instance.instance_id)
+                self._changed.set()
+
+        hub.commit = watched
+
+    async def wait(self, instances: list[str]) -> None:
+        while not set(instances) <= self.completed:
+            self._changed.clear()
+            await self._changed.wait()
+
+
+async def _throughput(client: Any, watcher: CompletionWatcher, name: str, count: int) -> dict[str, Any]:
+    started = time.perf_counter()
+    ids = [await client.start_new(name, None, None) for _ in range(count)]
+    await watcher.wait(ids)
+    elapsed = time.perf_counter() - started
+    return {"orchestrations": count, "seconds": round(elapsed, 3), "per_second": round(count / elapsed, 2)}
+
+
+# -- DBOS (child process) ---------------------------------------------------------------------------
+
+
+def dbos_run(args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="dbos-bench-") as tmp:
+        command = [sys.executable, __file__, "--dbos-child", "--chains", str(args.chains), "--fanouts",
+                   str(args.fanouts), "--latency", str(args.latency)]
+        done = subprocess.run(command, capture_output=True, text=True, cwd=tmp, timeout=1800)
+        if done.returncode != 0:
+            raise RuntimeError(f"the DBOS run failed:\n{done.stderr[-3000:]}")
+        return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def dbos_child(args: argparse.Namespace) -> None:
+    from dbos import DBOS, DBOSConfig
+
+    DBOS(config=DBOSConfig(name="durable-bench", system_database_url=f"sqlite:///{Path.cwd() / 'dbos.sqlite'}",
+                           log_level="WARNING", run_admin_server=False))
+
+    @DBOS.step()
+    def noop(value: int) -> int:
+        return value
+
+    @DBOS.workflow()
+    def chain() -> str:
+        for i in range(10):
+            noop(i)
+        return "done"
+
+    @DBOS.workflow()
+    def fan_out() -> int:
+        handles = [queue.enqueue(noop, i) for i in range(100)]
+        return len([handle.get_result() for handle in handles])
+
+    @DBOS.workflow()
+    def one_step() -> int:
+        return noop(1)
+
+    DBOS.launch()
+    # Polled every second by default; 50 ms, as funchost's fastest poll.
+    queue = DBOS.register_queue("fan-out", polling_interval_sec=0.05)
+    results: dict[str, Any] = {}
+    for label, workflow, count in (("chain-10", chain, args.chains), ("fan-out-100", fan_out, args.fanouts)):
+        started = time.perf_counter()
+        handles = [DBOS.start_workflow(workflow) for _ in range(count)]
+        for handle in handles:
+            handle.get_result()
+        elapsed = time.perf_counter() - started
+        results[label] = {"workflows": count, "seconds": round(elapsed, 3), "per_second": round(count / elapsed, 2)}
+    samples = []
+    for _ in range(args.latency):
+        started = time.perf_counter()
+        DBOS.start_workflow(one_step).get_result()
+        samples.append(time.perf_counter() - started)
+    results["latency-1"] = latency_summary(samples)
+    DBOS.destroy()
+    print(json.dumps(results))
+
+
+# -- report -----------------------------------------------------------------------------------------
+
+
+def ratios(ours: dict[str, Any], peer: dict[str, Any]) -> dict[str, float]:
+    return {
+        "chain-10 throughput (funchost / dbos)": round(ours["chain-10"]["per_second"] / peer["chain-10"]["per_second"], 2),
+        "fan-out-100 throughput (funchost / dbos)": round(
+            ours["fan-out-100"]["per_second"] / peer["fan-out-100"]["per_second"], 2),
+        "latency p50 (funchost / dbos)": round(ours["latency-1"]["p50_ms"] / peer["latency-1"]["p50_ms"], 2),
+        "latency p99 (funchost / dbos)": round(ours["latency-1"]["p99_ms"] / peer["latency-1"]["p99_ms"], 2),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--chains", type=int, default=50)
+    parser.add_argument("--fanouts", type=int, default=10)
+    parser.add_argument("--latency", type=int, default=200)
+    parser.add_argument("--peer", choices=("dbos", "none"), default="dbos")
+    parser.add_argument("--dbos-child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.dbos_child:
+        dbos_child(args)
+        return 0
+    ours = asyncio.run(funchost_run(args))
+    report: dict[str, Any] = {
+        "environment": {"python": platform.python_version(), "machine": platform.machine(),
+                        "cpus": os.cpu_count(), "platform": platform.platform()},
+        "parameters": {"chains": args.chains, "fanouts": args.fanouts, "latency": args.latency},
+        "funchost": ours,
+    }
+    if args.peer == "dbos":
+        import importlib.metadata
+
+        peer = dbos_run(args)
+        report["dbos"] = {"version": importlib.metadata.version("dbos"), **peer}
+        report["ratios"] = ratios(ours, peer)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

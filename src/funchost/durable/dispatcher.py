@@ -1,0 +1,139 @@
+"""The three dispatchers of a host: orchestrations, activities, entities.
+
+Each takes work from the task hub under a lease (renewed at half its period while the work
+runs), runs it through the executor, and commits the outcome in one transaction that checks the
+lease. A host that dies holds nothing for longer than a lease: ``controlQueueVisibilityTimeout``
+for orchestrations and entities, ``workItemQueueVisibilityTimeout`` for activities.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from azure.functions.meta import Datum
+
+from funchost.durable import protocol
+from funchost.durable.activities import REASON, ActivityRunner
+from funchost.durable.entities import EntityRunner
+from funchost.durable.episode import Episode, EpisodeSettings
+from funchost.durable.functions import DurableFunctions
+from funchost.durable.hub import ACTIVITY, NotifyingHub, topic
+from funchost.durable.options import DurableTaskOptions
+from funchost.durable.replay import SdkResult
+from funchost.durable.workloop import WorkLoop
+from funchost.invocation.contracts import FunctionInvoker, InvocationRequest
+from funchost.listeners.renewal import Renewer
+from funchost.storage.durable import ENTITY, ORCHESTRATION, ActivityItem, Commit, LeaseLost, WorkItem
+
+log = logging.getLogger("funchost.durable")
+
+
+class Dispatcher:
+    def __init__(self, hub: NotifyingHub, functions: DurableFunctions, invoker: FunctionInvoker,
+                 options: DurableTaskOptions) -> None:
+        self.hub = hub
+        self.functions = functions
+        self.invoker = invoker
+        self.options = options
+        self.owner = f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
+        self.settings = EpisodeSettings(functions.catalog(), options.default_version,
+                                        options.max_orchestration_actions, options.store_inputs_in_history)
+        self.activities = ActivityRunner(hub, functions, invoker)
+        self.entities = EntityRunner(hub, functions, invoker)
+        clock, signals = hub.clock, hub.signals
+        self.loops = [
+            WorkLoop("orchestrations", limit=options.max_concurrent_orchestrations, clock=clock, signals=signals,
+                     topic=topic(hub.name, ORCHESTRATION), fetch=self._fetch_orchestrations,
+                     process=self._orchestration, next_due=lambda: self._next_due(ORCHESTRATION)),
+            WorkLoop("activities", limit=options.max_concurrent_activities, clock=clock, signals=signals,
+                     topic=topic(hub.name, ACTIVITY), fetch=self._fetch_activities, process=self._activity),
+            WorkLoop("entities", limit=options.max_concurrent_entities, clock=clock, signals=signals,
+                     topic=topic(hub.name, ENTITY), fetch=self._fetch_entities, process=self._entity,
+                     next_due=lambda: self._next_due(ENTITY)),
+        ]
+
+    async def start(self) -> None:
+        for loop in self.loops:
+            await loop.start()
+
+    async def stop(self) -> None:
+        for loop in self.loops:
+            await loop.stop()
+
+    # -- fetching ----------------------------------------------------------------------------------
+
+    async def _fetch_orchestrations(self, limit: int) -> list[WorkItem]:
+        return await self.hub.store.lock_instances(ORCHESTRATION, owner=self.owner, now=self.hub.now(),
+                                                   lease=self.options.orchestration_lease, limit=limit)
+
+    async def _fetch_entities(self, limit: int) -> list[WorkItem]:
+        return await self.hub.store.lock_instances(ENTITY, owner=self.owner, now=self.hub.now(),
+                                                   lease=self.options.orchestration_lease, limit=limit,
+                                                   batch=self.options.max_entity_batch_size)
+
+    async def _fetch_activities(self, limit: int) -> list[ActivityItem]:
+        return await self.hub.store.lock_activities(owner=self.owner, now=self.hub.now(),
+                                                    lease=self.options.activity_lease, limit=limit)
+
+    async def _next_due(self, kind: str) -> float | None:
+        return await self.hub.store.next_visible(kind, now=self.hub.now())
+
+    # -- processing --------------------------------------------------------------------------------
+
+    def _renewer(self, name: str, renew: Any, lease: float) -> Renewer:
+        return Renewer(name, renew, self.hub.clock, interval=lease / 2, minimum=min(1.0, lease / 4)).start()
+
+    async def _orchestration(self, item: WorkItem) -> None:
+        await self._under_lease(f"orchestration {item.instance.instance_id}", item, lambda: Episode(
+            item, self.hub.clock.now(), self.settings).run(self._call_orchestrator))
+
+    async def _entity(self, item: WorkItem) -> None:
+        await self._under_lease(f"entity {item.instance.instance_id}", item, lambda: self.entities.run(item))
+
+    async def _under_lease(self, name: str, item: WorkItem, work: Callable[[], Awaitable[Commit | None]]) -> None:
+        """Run an instance's work while renewing its lease; commit the outcome, or give the lease
+        back when there is none (the host is stopping: the messages wait for the next taker)."""
+        lease = self.options.orchestration_lease
+        renewer = self._renewer(name, lambda: self.hub.store.renew_instance(item, until=self.hub.now() + lease), lease)
+        try:
+            commit = await work()
+            if commit is None:
+                await self.hub.release(item)
+                return
+            await self.hub.commit(item, commit)
+        except LeaseLost as exc:
+            log.warning("durable: %s", exc)
+        finally:
+            await renewer.stop()
+
+    async def _call_orchestrator(self, name: str, history: list[dict[str, Any]], started: dict[str, Any]) -> SdkResult | None:
+        function = self.functions.orchestrator(name)
+        if function is None:
+            return SdkResult(None, f"The function '{name}' doesn't exist, is disabled, or is not an orchestrator "
+                                   "function.")
+        instance = started.get("OrchestrationInstance") or {}
+        parent = (started.get("ParentInstance") or {}).get("OrchestrationInstance") or {}
+        payload = protocol.orchestrator_payload(history, instance_id=str(instance.get("InstanceId")),
+                                                input_text=started.get("Input"),
+                                                parent_instance_id=parent.get("InstanceId"),
+                                                http_sleep_ms=self.options.http_sleep_ms)
+        request = InvocationRequest(function=function, trigger_value=Datum(payload, "json"), reason=REASON,
+                                    details={"InstanceId": instance.get("InstanceId")})
+        result = await self.invoker.invoke(request)
+        if result.abandoned:
+            return None
+        return protocol.orchestrator_result(result.outputs.get("$return") if result.succeeded else None,
+                                            None if result.succeeded else result.error)
+
+    async def _activity(self, item: ActivityItem) -> None:
+        lease = self.options.activity_lease
+        renewer = self._renewer(f"activity {item.name}", lambda: self.hub.store.renew_activity(
+            item, until=self.hub.now() + lease), lease)
+        try:
+            await self.activities.run(item)
+        finally:
+            await renewer.stop()

@@ -1,0 +1,80 @@
+"""The task hub as the durable package uses it: the storage port plus in-process wake-ups.
+
+Every write that creates work (an instance's inbox message, an activity work item) publishes a
+signal for the matching dispatcher of this process, so work produced here starts at once instead
+of at the next poll. Work produced by other processes is found by polling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+from funchost.clock import Clock
+from funchost.runtime.signals import Signals
+from funchost.storage.durable import (
+    ENTITY,
+    ORCHESTRATION,
+    ActivityItem,
+    Commit,
+    NewInstance,
+    Outbound,
+    TaskHub,
+    WorkItem,
+)
+
+ACTIVITY = "activity"
+
+
+def topic(hub_name: str, kind: str) -> Hashable:
+    return ("durable", hub_name.lower(), kind)
+
+
+def kind_of(instance_id: str) -> str:
+    return ENTITY if instance_id.startswith("@") else ORCHESTRATION
+
+
+class NotifyingHub:
+    def __init__(self, store: TaskHub, signals: Signals, clock: Clock) -> None:
+        self.store = store
+        self.name = store.name
+        self.signals = signals
+        self.clock = clock
+
+    def now(self) -> float:
+        return self.clock.now().timestamp()
+
+    def notify(self, kind: str) -> None:
+        self.signals.publish(topic(self.name, kind))
+
+    def _notify_messages(self, messages: Sequence[Outbound]) -> None:
+        for kind in {kind_of(m.instance_id) for m in messages}:
+            self.notify(kind)
+
+    async def create_instance(self, instance: NewInstance, *, dedupe: frozenset[str]) -> None:
+        await self.store.create_instance(instance, now=self.now(), dedupe=dedupe)
+        self.notify(ORCHESTRATION)
+
+    async def send(self, messages: Sequence[Outbound]) -> None:
+        await self.store.send(messages, now=self.now())
+        self._notify_messages(messages)
+
+    async def commit(self, item: WorkItem, commit: Commit) -> None:
+        """After a commit the instance's own loop looks again: messages that arrived while the
+        instance was held (or were held back while it was suspended) are now deliverable."""
+        await self.store.commit(item, commit, now=self.now())
+        self.notify(kind_of(item.instance.instance_id))
+        if commit.activities:
+            self.notify(ACTIVITY)
+        if commit.instances:
+            self.notify(ORCHESTRATION)
+        self._notify_messages(commit.messages)
+
+    async def release(self, item: WorkItem) -> None:
+        await self.store.release(item)
+        self.notify(kind_of(item.instance.instance_id))
+
+    async def complete_activity(self, item: ActivityItem, result: Outbound) -> bool:
+        done = await self.store.complete_activity(item, result, now=self.now())
+        if done:
+            self.notify(ORCHESTRATION)
+        return done

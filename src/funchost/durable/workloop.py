@@ -1,0 +1,118 @@
+"""Take work from the task hub while there is capacity: one loop per kind of work.
+
+Built on the host's `PollLoop`. A fetch takes at most as many items as there are free slots
+(``maxConcurrent*Functions``); each item runs in its own task and frees its slot when done. The
+wait between fetches is cut short by an in-process signal (work written by this host), by a
+freed slot, or by the next timer coming due; otherwise it backs off, so work written by other
+hosts on the same data folder is found within a second. On a manual clock there is no
+cross-process polling: signals and timers drive everything, so skipping days costs nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any
+
+from funchost.clock import Clock, SystemClock
+from funchost.listeners.delays import RandomizedExponentialBackoff
+from funchost.listeners.poll_loop import PollLoop
+from funchost.runtime import activity
+from funchost.runtime.signals import Signals
+
+log = logging.getLogger("funchost.durable")
+
+MIN_POLL = 0.05
+MAX_POLL = 1.0
+MANUAL_CLOCK_IDLE = 24 * 3600.0  # no other processes to poll for; timers and signals wake the loop
+
+
+class _UntilNextDue:
+    """The back-off, bounded by the time until the next timer is due (set by each poll)."""
+
+    def __init__(self, real_time: bool) -> None:
+        self._backoff = RandomizedExponentialBackoff(MIN_POLL, MAX_POLL) if real_time else None
+        self.due_in: float | None = None
+
+    def next_delay(self, succeeded: bool) -> float:
+        delay = self._backoff.next_delay(succeeded) if self._backoff is not None else MANUAL_CLOCK_IDLE
+        if self.due_in is not None:
+            delay = min(delay, max(0.0, self.due_in))
+        return delay
+
+
+class WorkLoop:
+    def __init__(self, name: str, *, limit: int, clock: Clock, signals: Signals, topic: Hashable,
+                 fetch: Callable[[int], Awaitable[list[Any]]], process: Callable[[Any], Awaitable[None]],
+                 next_due: Callable[[], Awaitable[float | None]] | None = None) -> None:
+        self.name = name
+        self.limit = limit
+        self._clock = clock
+        self._signals = signals
+        self._topic = topic
+        self._fetch = fetch
+        self._process = process
+        self._next_due = next_due
+        self._strategy = _UntilNextDue(isinstance(clock, SystemClock))
+        self._loop = PollLoop(f"durable:{name}", self._poll, self._strategy, clock, on_error=self._on_error)
+        self._running: set[asyncio.Task[None]] = set()
+        self._slot_freed = asyncio.Event()
+        self._unsubscribe: Callable[[], None] | None = None
+
+    async def start(self) -> None:
+        self._unsubscribe = self._signals.subscribe(self._topic, self._loop.notify)
+        self._loop.start()
+
+    async def stop(self) -> None:
+        """Fetch nothing more; let the work in progress finish (or give its lease back)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self._slot_freed.set()
+        await self._loop.stop()
+        while self._running:
+            await asyncio.gather(*list(self._running), return_exceptions=True)
+
+    def notify(self) -> None:
+        self._loop.notify()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._running)
+
+    async def _poll(self) -> bool:
+        free = self.limit - len(self._running)
+        if free <= 0:
+            self._slot_freed.clear()
+            await self._slot_freed.wait()
+            return True
+        with activity.busy():
+            items = await self._fetch(free)
+            for item in items:
+                task = asyncio.get_running_loop().create_task(self._run(item), name=f"durable:{self.name}")
+                self._running.add(task)
+                task.add_done_callback(self._finished)
+            if items:
+                return True
+            if self._next_due is not None:
+                due = await self._next_due()
+                self._strategy.due_in = None if due is None else due - self._clock.now().timestamp()
+        return False
+
+    async def _run(self, item: Any) -> None:
+        try:
+            await self._process(item)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("durable %s work failed unexpectedly; its lease will lapse and the work is retried",
+                          self.name)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        self._slot_freed.set()  # wakes the loop only if it waits for capacity
+
+    def _on_error(self, exc: BaseException) -> bool:
+        log.warning("durable %s: fetching work failed (%s); retrying", self.name, exc)
+        return True

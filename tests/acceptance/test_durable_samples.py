@@ -1,0 +1,91 @@
+"""The official Durable Functions v2 samples, unmodified, on `funchost start`, driven over HTTP.
+
+As the tutorials the samples' READMEs point to (durable-functions-sequence, -cloud-backup,
+blueprints): call the HTTP starter, take ``statusQueryGetUri`` from the 202 response (also the
+``Location`` header) and poll it until the status is no longer Running. Sources and license of
+the copies: ``durable_samples/SOURCE.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from tests.acceptance.durable_support import poll, started
+from tests.acceptance.support import start_funchost, stop_funchost
+
+pytestmark = pytest.mark.acceptance
+
+SAMPLES = Path(__file__).resolve().parent / "durable_samples"
+GREETINGS = ["Hello Tokyo!", "Hello Seattle!", "Hello London!"]
+
+
+def copy_sample(name: str, tmp_path: Path) -> Path:
+    target = tmp_path / name
+    shutil.copytree(SAMPLES / name, target)
+    return target
+
+
+def test_function_chaining(tmp_path: Path) -> None:
+    app = copy_sample("function_chaining", tmp_path)
+    host = start_funchost(app, data_dir=tmp_path / "data")
+    try:
+        status_url = started(httpx.get(f"{host.base_url}/api/orchestrators/my_orchestrator", timeout=30))
+        status = poll(host, status_url)
+        assert status["runtimeStatus"] == "Completed" and status["output"] == GREETINGS
+        history = httpx.get(status_url + "&showHistory=true&showHistoryOutput=true", timeout=10).json()
+        activities = [e for e in history["historyEvents"] if e["EventType"] == "TaskCompleted"]
+        assert [(e["FunctionName"], e["Result"]) for e in activities] == [("say_hello", g) for g in GREETINGS]
+    finally:
+        code, output = stop_funchost(host)
+    assert code == 0, output
+
+
+def test_blueprint_with_a_function_key(tmp_path: Path) -> None:
+    app = copy_sample("blueprint", tmp_path)
+    host = start_funchost(app, data_dir=tmp_path / "data")
+    try:
+        assert httpx.get(f"{host.base_url}/api/startOrchestrator", timeout=30).status_code == 401
+        key = json.loads((tmp_path / "data" / "keys" / "host.json").read_text())["functionKeys"][0]["value"]
+        status_url = started(httpx.get(f"{host.base_url}/api/startOrchestrator?code={key}", timeout=30))
+        status = poll(host, status_url)
+        assert status["runtimeStatus"] == "Completed" and status["output"] == GREETINGS
+        hello = httpx.get(f"{host.base_url}/api/HttpTrigger?name=Ada&code={key}", timeout=10)
+        assert hello.text == "Hello, Ada. This HTTP triggered function executed successfully."
+    finally:
+        code, output = stop_funchost(host)
+    assert code == 0, output
+
+
+@pytest.mark.azurite
+def test_fan_out_fan_in_backs_up_files_to_blob_storage(tmp_path: Path, azurite: Any) -> None:
+    from azure.storage.blob import BlobServiceClient
+
+    app = copy_sample("fan_in_fan_out", tmp_path)
+    site = tmp_path / "site"
+    files = {"E2_Copy/__init__.py": b"print('copy')\n", "E2_Copy/function.json": b"{}",
+             "E2_List/__init__.py": b"x" * 1000, "other/__init__.py": b"ignored", "E2_List/notes.txt": b"ignored"}
+    for relative, content in files.items():
+        (site / relative).parent.mkdir(parents=True, exist_ok=True)
+        (site / relative).write_bytes(content)
+    env = {"AzureWebJobsStorage": azurite.connection_string}
+    host = start_funchost(app, data_dir=tmp_path / "data", env=env)
+    try:
+        response = httpx.post(f"{host.base_url}/api/orchestrators/E2_BackupSiteContent", json=str(site), timeout=30)
+        status = poll(host, started(response))
+        assert status["runtimeStatus"] == "Completed"
+        assert status["output"] == len(b"print('copy')\n") + len(b"{}") + 1000
+        backups = BlobServiceClient.from_connection_string(azurite.connection_string).get_container_client("backups")
+        names = {blob.name for blob in backups.list_blobs()}
+        assert {"E2_Copy___init__.py", "E2_Copy_function.json", "E2_List___init__.py"} <= names
+        empty = httpx.post(f"{host.base_url}/api/orchestrators/E2_BackupSiteContent", json="", timeout=30)
+        failed = poll(host, started(empty))
+        assert failed["runtimeStatus"] == "Failed"
+        assert failed["output"] == "Orchestrator function 'E2_BackupSiteContent' failed: A directory path is required as input"
+    finally:
+        code, output = stop_funchost(host)
+    assert code == 0, output

@@ -1,0 +1,156 @@
+"""The task hub port (`funchost.storage.durable.TaskHub`), run against every implementation.
+
+Each backend hands it out through `task_hub()` (`--storage azure` keeps task hubs in the data
+folder's embedded store, as it does Event Grid's state, so `local_storage` covers every
+implementation). The rules checked are the ones Durable Functions relies on: one holder per instance
+at a time, a takeover once a lease lapses, commits fenced by the lease, timers invisible until
+due, suspended instances receiving only control messages, activities at least once.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from funchost.durable import history as h
+from funchost.storage.durable import (
+    ENTITY,
+    ORCHESTRATION,
+    RUNNING_STATUSES,
+    Commit,
+    InstanceExists,
+    InstanceQuery,
+    InstanceUpdate,
+    LeaseLost,
+    NewActivity,
+    NewInstance,
+    Outbound,
+    TaskHub,
+)
+from funchost.storage.host_storage import HostStorage
+
+NOW = 1_700_000_000.0
+
+
+@pytest.fixture
+async def hub(local_storage: HostStorage) -> TaskHub:
+    store = local_storage.task_hub("ContractHub")
+    await store.create_if_not_exists()
+    return store
+
+
+def started(instance_id: str, execution_id: str = "e1") -> NewInstance:
+    from datetime import datetime, timezone
+
+    event = h.execution_started(datetime.fromtimestamp(NOW, timezone.utc), instance_id=instance_id,
+                                execution_id=execution_id, name="orch", version="", input_text='"x"')
+    return NewInstance(instance_id, "orch", "", execution_id, '"x"', event)
+
+
+def running(execution_id: str = "e1", status: str = "Running") -> InstanceUpdate:
+    return InstanceUpdate(status=status, execution_id=execution_id, input='"x"', output=None, custom_status=None)
+
+
+async def test_instances_are_created_pending_and_running_ones_are_not_replaced(hub: TaskHub) -> None:
+    await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
+    record = await hub.get_instance("a")
+    assert record is not None and record.status == "Pending" and record.input == '"x"'
+    with pytest.raises(InstanceExists):
+        await hub.create_instance(started("a", "e2"), now=NOW, dedupe=RUNNING_STATUSES)
+    await hub.create_instance(started("a", "e2"), now=NOW, dedupe=frozenset())  # AnyState replaces
+    replaced = await hub.get_instance("a")
+    assert replaced is not None and replaced.execution_id == "e2"
+
+
+async def test_an_instance_is_held_by_one_owner_until_its_lease_lapses(hub: TaskHub) -> None:
+    await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
+    (item,) = await hub.lock_instances(ORCHESTRATION, owner="host1", now=NOW, lease=30, limit=10)
+    assert [h.event_type(m.event) for m in item.messages] == [h.EventType.ExecutionStarted]
+    assert await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 29, lease=30, limit=10) == []
+    (taken,) = await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 31, lease=30, limit=10)
+    assert taken.lease_token != item.lease_token and len(taken.messages) == 1
+    with pytest.raises(LeaseLost):
+        await hub.commit(item, Commit(running(), [m.id for m in item.messages]), now=NOW + 32)
+    record = await hub.get_instance("a")
+    assert record is not None and record.status == "Pending"  # the stale holder wrote nothing
+
+
+async def test_a_commit_appends_history_consumes_messages_and_creates_work(hub: TaskHub) -> None:
+    await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
+    (item,) = await hub.lock_instances(ORCHESTRATION, owner="host1", now=NOW, lease=30, limit=10)
+    timer = Outbound("a", {"EventType": 11, "TimerId": 1}, "e1", visible_at=NOW + 3600)
+    commit = Commit(running(), [m.id for m in item.messages], history=[{"EventType": 12}, {"EventType": 0}],
+                    messages=[timer], activities=[NewActivity("a", "e1", 0, "act", '["1"]')])
+    await hub.commit(item, commit, now=NOW)
+    assert [e["EventType"] for e in await hub.get_history("a")] == [12, 0]
+    assert await hub.lock_instances(ORCHESTRATION, owner="host1", now=NOW + 1, lease=30, limit=10) == []
+    assert await hub.next_visible(ORCHESTRATION, now=NOW + 1) == NOW + 3600
+    (due,) = await hub.lock_instances(ORCHESTRATION, owner="host1", now=NOW + 3600, lease=30, limit=10)
+    assert [m.event["TimerId"] for m in due.messages] == [1]
+    (activity,) = await hub.lock_activities(owner="w", now=NOW, lease=60, limit=5)
+    assert (activity.name, activity.task_id, activity.input, activity.dequeue_count) == ("act", 0, '["1"]', 1)
+
+
+async def test_activities_run_at_least_once_and_only_the_lease_holder_delivers(hub: TaskHub) -> None:
+    await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
+    (item,) = await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW, lease=30, limit=1)
+    await hub.commit(item, Commit(running(), [m.id for m in item.messages],
+                                  activities=[NewActivity("a", "e1", 0, "act", None)]), now=NOW)
+    (first,) = await hub.lock_activities(owner="w1", now=NOW, lease=60, limit=5)
+    assert await hub.lock_activities(owner="w2", now=NOW + 10, lease=60, limit=5) == []
+    (second,) = await hub.lock_activities(owner="w2", now=NOW + 61, lease=60, limit=5)
+    assert second.dequeue_count == 2
+    result = Outbound("a", {"EventType": 5, "TaskScheduledId": 0}, "e1")
+    assert await hub.complete_activity(first, result, now=NOW + 62) is False
+    assert await hub.renew_activity(first, until=NOW + 200) is False
+    assert await hub.complete_activity(second, result, now=NOW + 62) is True
+    (woken,) = await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW + 63, lease=30, limit=1)
+    assert [m.event["EventType"] for m in woken.messages] == [5]
+
+
+async def test_a_released_activity_is_available_again_at_once(hub: TaskHub) -> None:
+    await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
+    (item,) = await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW, lease=30, limit=1)
+    await hub.commit(item, Commit(running(), [], activities=[NewActivity("a", "e1", 0, "act", None)]), now=NOW)
+    (work,) = await hub.lock_activities(owner="w1", now=NOW, lease=60, limit=5)
+    await hub.release_activity(work)
+    assert len(await hub.lock_activities(owner="w2", now=NOW, lease=60, limit=5)) == 1
+
+
+async def test_a_suspended_instance_only_receives_control_messages(hub: TaskHub) -> None:
+    await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
+    (item,) = await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW, lease=30, limit=1)
+    await hub.commit(item, Commit(running(status="Suspended"), [m.id for m in item.messages]), now=NOW)
+    await hub.send([Outbound("a", {"EventType": 15, "Name": "x"})], now=NOW)
+    assert await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW, lease=30, limit=1) == []
+    await hub.send([Outbound("a", {"EventType": 20}, control=True)], now=NOW)
+    (resumed,) = await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW, lease=30, limit=1)
+    assert [m.event["EventType"] for m in resumed.messages] == [20]
+
+
+async def test_entities_are_created_by_their_first_message_and_batches_are_bounded(hub: TaskHub) -> None:
+    await hub.send([Outbound("@counter@k", {"EventType": 15, "Name": "op", "Input": str(i)}) for i in range(3)],
+                   now=NOW)
+    record = await hub.get_instance("@counter@k")
+    assert record is not None and record.kind == ENTITY and not record.entity_exists
+    (item,) = await hub.lock_instances(ENTITY, owner="o", now=NOW, lease=30, limit=5, batch=2)
+    assert [m.event["Input"] for m in item.messages] == ["0", "1"]
+    update = InstanceUpdate(status="Running", execution_id="", input=None, output=None, custom_status=None,
+                            entity_exists=True, entity_state="1")
+    await hub.commit(item, Commit(update, [m.id for m in item.messages]), now=NOW)
+    state = await hub.get_instance("@counter@k")
+    assert state is not None and state.entity_exists and state.entity_state == "1"
+    assert await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW, lease=30, limit=5) == []
+
+
+async def test_queries_page_and_filter_and_purge_removes_everything(hub: TaskHub) -> None:
+    for i in range(5):
+        await hub.create_instance(started(f"job-{i}"), now=NOW + i, dedupe=RUNNING_STATUSES)
+    await hub.create_instance(started("other"), now=NOW + 10, dedupe=RUNNING_STATUSES)
+    page = await hub.query(InstanceQuery(prefix="job-", top=2))
+    assert [r.instance_id for r in page.instances] == ["job-0", "job-1"] and page.continuation
+    rest = await hub.query(InstanceQuery(prefix="job-", top=10, continuation=page.continuation))
+    assert [r.instance_id for r in rest.instances] == ["job-2", "job-3", "job-4"] and rest.continuation is None
+    assert (await hub.query(InstanceQuery(statuses=frozenset({"Completed"})))).instances == []
+    assert await hub.purge(["job-0", "missing"]) == 1
+    assert await hub.get_instance("job-0") is None
+    assert await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW + 20, lease=30, limit=10) != []
