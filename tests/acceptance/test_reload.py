@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -99,6 +100,42 @@ def test_reload_runs_one_process_whatever_the_worker_process_count(tmp_path: Pat
         assert "Worker processes:" not in host.output()  # not supervised: a save reaches the only process
         (app / "function_app.py").write_text(APP.replace("VERSION", "two"), encoding="utf-8")
         wait_until(lambda: body(host.base_url) == "200 two a", "the new response", timeout=10, hosts=[host])
+    finally:
+        code, output = stop_funchost(host)
+    assert code == 0, output
+
+
+SETTINGS_APP = """
+import os
+
+import azure.functions as func
+
+app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+
+@app.route(route="greeting")
+def greeting(req: func.HttpRequest) -> func.HttpResponse:
+    return func.HttpResponse(os.environ.get("GREETING", "(unset)"))
+"""
+
+
+def test_local_settings_and_host_json_saves_reload_with_a_fresh_environment(tmp_path: Path) -> None:
+    app = write_app(tmp_path / "app", SETTINGS_APP, settings={"GREETING": "hello"})
+    host = start_funchost(app, "--reload", data_dir=tmp_path / "data")
+    try:
+        assert body(host.base_url, "/api/greeting") == "200 hello"
+        settings = json.loads((app / "local.settings.json").read_text(encoding="utf-8"))
+        del settings["Values"]["GREETING"]  # a removed setting is gone after the reload, not left over
+        (app / "local.settings.json").write_text(json.dumps(settings), encoding="utf-8")
+        wait_until(lambda: body(host.base_url, "/api/greeting") == "200 (unset)", "the setting removed",
+                   timeout=10, hosts=[host])
+        assert "Detected changes in local.settings.json (modified)" in host.output()
+        # host.json is read afresh too: routePrefix moves the function.
+        (app / "host.json").write_text(json.dumps({"version": "2.0", "extensions": {"http": {"routePrefix": "v2"}}}),
+                                       encoding="utf-8")
+        wait_until(lambda: body(host.base_url, "/v2/greeting") == "200 (unset)", "the new route prefix",
+                   timeout=10, hosts=[host])
+        assert "Detected changes in host.json (modified)" in host.output()
     finally:
         code, output = stop_funchost(host)
     assert code == 0, output
