@@ -48,6 +48,7 @@ BINDING_MODULES: dict[str, str] = {
 
 HOST_SERVICE_MODULES: tuple[str, ...] = (
     "funchost.eventgrid.service",
+    "funchost.storage_endpoints.service",
     "funchost.durable.service",
     "funchost.telemetry.service",
 )
