@@ -62,6 +62,9 @@ async def test_delete_table_and_missing_table(table_service):
     with pytest.raises(StorageError) as info:
         await table_service.insert_entity(name, "p", "r", {})
     assert (info.value.status, info.value.code) == (404, "TableNotFound")
+    with pytest.raises(StorageError) as info:  # the table output binding creates the table on this answer
+        await table_service.submit_batch(name, [BatchOperation("insert", "p", "r")])
+    assert (info.value.status, info.value.code) == (404, "TableNotFound")
 
 
 async def test_list_tables_by_prefix_and_pages(table_service):

@@ -44,6 +44,7 @@ BINDING_MODULES: dict[str, str] = {
     "eventHub": "funchost.bindings.eventhub",
     "serviceBus": "funchost.bindings.servicebus",
     "durableClient": "funchost.bindings.durable_client",
+    "table": "funchost.bindings.table",
 }
 
 HOST_SERVICE_MODULES: tuple[str, ...] = (
