@@ -35,6 +35,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     add_endpoint_arguments(parser)
     parser.add_argument("--no-dashboard", action="store_true",
                         help="do not serve the dashboard at /_funchost/ nor record the invocation history")
+    parser.add_argument("--reload", action="store_true",
+                        help="restart the app when its .py files, host.json or local.settings.json change")
+    parser.add_argument("--debug", metavar="[HOST:]PORT", default=None,
+                        help="run the functions under debugpy listening there (default host 127.0.0.1)")
+    parser.add_argument("--debug-wait", action="store_true",
+                        help="wait for a debugger to attach before loading the app (port 5678 without --debug)")
     parser.set_defaults(handler=run)
 
 
@@ -46,14 +52,28 @@ def run(args: argparse.Namespace) -> int:
             count = _worker_process_count(Path(args.app_dir))
         except FunchostError as exc:
             return _fail(exc, output)
-        if count > 1:
+        if count > 1 and not (args.reload or args.debug is not None or args.debug_wait):
             return _supervise(args, count)
+        if count > 1:  # one process to reload and to debug: docs/dev-loop.md
+            logs.print_line(f"{supervisor.SETTING}={count} is not used with --reload or --debug: "
+                            "one process runs the functions.", output=output, event="HostSingleProcess")
     logs.configure(output)
     config = HostConfig(app_dir=Path(args.app_dir), data_dir=Path(args.data) if args.data else None,
                         storage=args.storage, port=args.port, bind=args.bind,
                         settings_override={**endpoint_settings(args, Path(args.app_dir)),
                                            **({"FUNCHOST_DASHBOARD": "false"} if args.no_dashboard else {})},
                         listen_fd=supervisor.inherited_listen_fd())
+    if args.debug is not None or args.debug_wait:  # docs/dev-loop.md
+        from funchost.devloop.debugger import start_debugger
+
+        try:
+            start_debugger(args.debug, wait=args.debug_wait, output=output)
+        except FunchostError as exc:
+            return _fail(exc, output)
+    if args.reload:
+        from funchost.devloop.reload import run_reloading
+
+        return run_reloading(config, output, started)
     host = Host(config)
     try:
         runtime = host.load()

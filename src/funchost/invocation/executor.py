@@ -75,8 +75,9 @@ class Executor:
         self._stopping = asyncio.Event()
         self._retry = RetryPolicy(runtime.clock, self._stopping, rng)
         timeout = runtime.options.function_timeout
-        if middleware is None:
-            middleware = [factory(runtime) for factory in registry.middleware_factories()]
+        if middleware is None:  # a factory returns None when its feature is off: no piece at all
+            middleware = [piece for piece in (factory(runtime) for factory in registry.middleware_factories())
+                          if piece is not None]
         self._attempt: list[Middleware] = [
             log_invocation,
             *middleware,
@@ -227,7 +228,7 @@ class Executor:
 def _context(request: InvocationRequest, retry_context: RetryContext | None) -> InvocationContext:
     function = request.function
     return InvocationContext(request.invocation_id, function.name, function.directory,
-                             TraceContext(request.trace_parent or "", "", {}), retry_context)
+                             TraceContext(request.trace_parent or "", request.trace_state or "", {}), retry_context)
 
 
 def _run_sync(func: Any, kwargs: dict[str, Any]) -> Any:
