@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from funchost.sqlite_open import connect_wal, is_busy
+from funchost.sqlite_open import FIRST_RETRY_SECONDS, connect_wal, is_busy
 
 
 def _locked_in_rollback_mode(path: Path) -> sqlite3.Connection:
@@ -33,7 +33,11 @@ def test_a_file_being_converted_by_another_connection_is_waited_for(tmp_path: Pa
 
     conn = connect_wal(path, busy_timeout=5, sleep=sleep)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert len(sleeps) == 3 and sleeps == sorted(sleeps)  # growing back-off
+    # a doubling back-off with ±50 % jitter (the jittered sleeps themselves need not be in order)
+    assert len(sleeps) == 3
+    for attempt, slept in enumerate(sleeps):
+        base = FIRST_RETRY_SECONDS * 2 ** attempt
+        assert 0.5 * base <= slept <= 1.5 * base
     conn.close()
     holder.close()
 
