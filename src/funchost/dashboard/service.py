@@ -80,7 +80,7 @@ class DashboardService:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    async def _start(self) -> None:
+    async def start(self) -> None:
         if self.recorder is not None:
             await self.recorder.start(self.history)
             self._capture = LogCapture(self.recorder, CategoryFilter(self.runtime.options.log_levels))
@@ -106,10 +106,4 @@ async def start(runtime: Runtime) -> DashboardService | None:
         return None
     service = DashboardService(runtime, options, runtime.storage.invocation_history(),
                                runtime.services.find(HistoryRecorder))
-    runtime.services.provide(service)
-    try:
-        await service._start()
-    except BaseException:
-        await service.stop()
-        raise
-    return service
+    return await runtime.services.start_service(service)

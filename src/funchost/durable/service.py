@@ -49,7 +49,7 @@ class DurableService:
         self._listening: set[str] = set()
         self._worker_lock = asyncio.Lock()
 
-    async def _start(self) -> None:
+    async def start(self) -> None:
         await self.endpoints.start()
         self._mount = self.runtime.services.mount(WEBHOOK_PATH, self.endpoints.webhook)
         rpc = self.endpoints.rpc
@@ -129,10 +129,4 @@ async def start(runtime: Runtime) -> DurableService | None:
     disabled = [f.name for f in functions if runtime.settings.is_function_disabled(f.name)]
     hub = NotifyingHub(runtime.storage.task_hub(hub_name), runtime.signals, runtime.clock)
     service = DurableService(runtime, options, hub, DurableFunctions.of(functions, disabled))
-    runtime.services.provide(service)
-    try:
-        await service._start()
-    except BaseException:
-        await service.stop()
-        raise
-    return service
+    return await runtime.services.start_service(service)

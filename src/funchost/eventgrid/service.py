@@ -88,7 +88,7 @@ class EventGridService:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    async def _start(self) -> None:
+    async def start(self) -> None:
         self._mounts = mount(self, self.runtime.services)
         for topic in self.config.topics.values():
             if topic.kind == "storage":
@@ -178,10 +178,4 @@ async def start(runtime: Runtime) -> EventGridService:
     keys = KeyRing(runtime.data_dir / "eventgrid").ensure([t.name for t in config.topics.values()
                                                           if t.kind == "custom"])
     service = EventGridService(runtime, config, runtime.storage.eventgrid_store(), keys)
-    runtime.services.provide(service)
-    try:
-        await service._start()
-    except BaseException:
-        await service.stop()
-        raise
-    return service
+    return await runtime.services.start_service(service)

@@ -14,13 +14,22 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from funchost.triggers.http.asgi import ASGIApp
     from funchost.triggers.http.keys import KeyStore
 
 T = TypeVar("T")
+
+
+class StartableService(Protocol):
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+S = TypeVar("S", bound=StartableService)
 
 DEFAULT_BASE_URL = "http://localhost:7071"
 
@@ -54,6 +63,17 @@ class HostServices:
     def withdraw(self, service: object) -> None:
         if self._by_type.get(type(service)) is service:
             del self._by_type[type(service)]
+
+    async def start_service(self, service: S) -> S:
+        """Provide a host-wide service and start it; one that fails to start is stopped (its
+        partial start undone, its slot withdrawn by its stop) and the error raised."""
+        self.provide(service)
+        try:
+            await service.start()
+        except BaseException:
+            await service.stop()
+            raise
+        return service
 
     def find(self, kind: type[T]) -> T | None:
         found = self._by_type.get(kind)
