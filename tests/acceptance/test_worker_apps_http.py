@@ -36,7 +36,7 @@ WARMUP_APP = "warmup_functions/warmup_functions_stein"
 @pytest.fixture(scope="module")
 def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, WorkerAppHost]]:
     started = start_apps([*HTTP_APPS, *BLUEPRINT_APPS, ASGI_APP, WARMUP_APP], tmp_path_factory.mktemp("http"))
-    started[ASGI_APP].route_prefix = ""  # its host.json sets routePrefix "" (the worker's test writes it)
+    started[ASGI_APP].route_prefix = ""  # its host.json sets routePrefix "", as the worker's test writes it
     yield started
     stop_all(started.values())
 

@@ -69,17 +69,25 @@ def copy_app(relative: str, target_root: Path) -> Path:
     return target
 
 
+Prepare = Callable[[Path], None]  # called with the app's data folder before its host starts
+
+
 def start_app(relative: str, root: Path, env: Mapping[str, str] | None = None,
-              route_prefix: str = "api") -> WorkerAppHost:
+              prepare: Prepare | None = None) -> WorkerAppHost:
     app = copy_app(relative, root)
-    host = start_funchost(app, data_dir=root / f"{app.name}-data", env=env, timeout=START_TIMEOUT)
-    return WorkerAppHost(host, route_prefix)
+    data = root / f"{app.name}-data"
+    if prepare is not None:
+        prepare(data)
+    host = start_funchost(app, data_dir=data, env=env, timeout=START_TIMEOUT)
+    return WorkerAppHost(host)
 
 
-def start_apps(relatives: list[str], root: Path) -> dict[str, WorkerAppHost]:
+def start_apps(relatives: list[str], root: Path,
+               prepare: Mapping[str, Prepare] | None = None) -> dict[str, WorkerAppHost]:
     """Start several apps, a few at a time; all or none."""
+    prepare = prepare or {}
     with ThreadPoolExecutor(max_workers=PARALLEL_STARTS) as pool:
-        futures = {name: pool.submit(start_app, name, root) for name in relatives}
+        futures = {name: pool.submit(start_app, name, root, None, prepare.get(name)) for name in relatives}
     hosts: dict[str, WorkerAppHost] = {}
     failures: list[BaseException] = []
     for name, future in futures.items():
