@@ -10,6 +10,8 @@ One host per app, started once per module.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -80,6 +82,58 @@ def test_http_func_sleeps_and_answers_the_time(hosts: dict[str, WorkerAppHost]) 
     # Not called by the worker's tests; the app's second function, checked once for completeness.
     response = hosts["http_functions/http_functions_stein"].request("GET", "http_func")
     assert response.status_code == 200 and len(response.text) == 8 and response.text.count(":") == 2
+
+
+# test_threadpool_thread_count_functions.py and test_worker_process_count_functions.py: two
+# requests to http_func (sleeps 1 s, answers the time to the second) at once are served at the
+# same time with two threads, or with two worker processes of one thread each. The worker's
+# tests retry up to four times: the two answers straddle a second boundary now and then, and
+# which worker process accepts a connection is the kernel's choice.
+
+def two_requests_at_once(host: WorkerAppHost) -> float:
+    def http_func() -> datetime:
+        response = host.request("GET", "http_func")
+        assert response.is_success
+        return datetime.strptime(response.text, "%H:%M:%S")
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        first, second = pool.map(lambda _: http_func(), range(2))
+    return abs((first - second).total_seconds())
+
+
+def served_together(host: WorkerAppHost, attempts: int = 4) -> bool:
+    return any(two_requests_at_once(host) < 1 for _ in range(attempts))
+
+
+@pytest.fixture(scope="module")
+def two_threads(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerAppHost]:
+    started = start_apps(["http_functions/http_functions_stein"], tmp_path_factory.mktemp("threads"),
+                         env={"PYTHON_THREADPOOL_THREAD_COUNT": "2"})
+    yield started["http_functions/http_functions_stein"]
+    stop_all(started.values())
+
+
+def test_http_func_with_thread_count(two_threads: WorkerAppHost) -> None:
+    assert served_together(two_threads)
+
+
+PROCESS_COUNT_APPS = ["http_functions/http_functions_stein", "blueprint_functions/functions_in_blueprint_only",
+                      "blueprint_functions/blueprint_different_dir"]
+
+
+@pytest.fixture(scope="module")
+def two_processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, WorkerAppHost]]:
+    env = {"PYTHON_THREADPOOL_THREAD_COUNT": "1", "FUNCTIONS_WORKER_PROCESS_COUNT": "2"}
+    started = start_apps(PROCESS_COUNT_APPS, tmp_path_factory.mktemp("processes"), env=env)
+    for host in started.values():  # the second process starts after the first one serves
+        assert host.host.wait_for_output("Worker processes: 2 (FUNCTIONS_WORKER_PROCESS_COUNT)", timeout=60)
+    yield started
+    stop_all(started.values())
+
+
+@pytest.mark.parametrize("app", PROCESS_COUNT_APPS)
+def test_http_func_with_worker_process_count_2(two_processes: dict[str, WorkerAppHost], app: str) -> None:
+    assert served_together(two_processes[app])
 
 
 # test_warmup_functions.py

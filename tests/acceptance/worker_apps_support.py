@@ -82,12 +82,12 @@ def start_app(relative: str, root: Path, env: Mapping[str, str] | None = None,
     return WorkerAppHost(host)
 
 
-def start_apps(relatives: list[str], root: Path,
-               prepare: Mapping[str, Prepare] | None = None) -> dict[str, WorkerAppHost]:
-    """Start several apps, a few at a time; all or none."""
+def start_apps(relatives: list[str], root: Path, prepare: Mapping[str, Prepare] | None = None,
+               env: Mapping[str, str] | None = None) -> dict[str, WorkerAppHost]:
+    """Start several apps (each with `env` added to its environment), a few at a time; all or none."""
     prepare = prepare or {}
     with ThreadPoolExecutor(max_workers=PARALLEL_STARTS) as pool:
-        futures = {name: pool.submit(start_app, name, root, None, prepare.get(name)) for name in relatives}
+        futures = {name: pool.submit(start_app, name, root, env, prepare.get(name)) for name in relatives}
     hosts: dict[str, WorkerAppHost] = {}
     failures: list[BaseException] = []
     for name, future in futures.items():
