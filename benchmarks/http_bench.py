@@ -159,7 +159,8 @@ def start_funchost(app_dir: Path, data_dir: Path, port: int, src: Path | None = 
                    workers: int = 1) -> subprocess.Popen[bytes]:
     """`funchost start`; from the source tree `src` (its `src/` folder first on the path) if given."""
     cli = "import sys; from funchost.cli import main; sys.exit(main())"
-    env = dict(os.environ, FUNCTIONS_WORKER_PROCESS_COUNT=str(workers))
+    # The storage endpoints off by setting, not flag: a --baseline-src tree may predate the flag.
+    env = dict(os.environ, FUNCTIONS_WORKER_PROCESS_COUNT=str(workers), FUNCHOST_STORAGE_ENDPOINTS="off")
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src / "src"), env.get("PYTHONPATH")]))
     return subprocess.Popen([sys.executable, "-c", cli, "start", str(app_dir), "--port", str(port),

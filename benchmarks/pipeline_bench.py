@@ -105,7 +105,8 @@ def running_host(folder: Path, settings: dict[str, str]) -> Iterator[tuple[str, 
                     "--data", str(data), "--connection", "ImportsStorage", "--content-type", "text/csv"],
                    input=CSV, check=True, capture_output=True, env=env)
     log = (folder / "host.log").open("wb")
-    host = subprocess.Popen([*CLI, "start", str(app), "--port", str(port), "--data", str(data)],
+    host = subprocess.Popen([*CLI, "start", str(app), "--port", str(port), "--data", str(data),
+                             "--no-storage-endpoints"],
                             stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         base = f"http://127.0.0.1:{port}"

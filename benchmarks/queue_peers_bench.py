@@ -153,7 +153,8 @@ async def funchost_round(work: Path, messages: int, processes: int, src: Path | 
     text = base64.b64encode(b'{"n": 1}').decode()
     for start in range(0, messages, 512):
         await asyncio.gather(*(service.put_message("bench", text) for _ in range(min(512, messages - start))))
-    env = dict(os.environ, AZURE_FUNCTIONS_ENVIRONMENT="Production", FUNCTIONS_WORKER_PROCESS_COUNT=str(processes))
+    env = dict(os.environ, AZURE_FUNCTIONS_ENVIRONMENT="Production", FUNCTIONS_WORKER_PROCESS_COUNT=str(processes),
+               FUNCHOST_STORAGE_ENDPOINTS="off")  # not needed here; by setting, for --baseline-src trees
     if src is not None:  # another source tree first on the path (before/after in one run)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src / "src"), env.get("PYTHONPATH")]))
     spawned = time.perf_counter()

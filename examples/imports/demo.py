@@ -50,7 +50,8 @@ class Demo:
 
     def start(self) -> None:
         with self.log.open("wb") as sink:
-            self.process = subprocess.Popen([*CLI, "start", str(APP), "--port", str(self.port), "--data", str(self.data)],
+            self.process = subprocess.Popen([*CLI, "start", str(APP), "--port", str(self.port), "--data", str(self.data),
+                                             "--no-storage-endpoints"],
                                             stdout=sink, stderr=subprocess.STDOUT, env=self.env)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

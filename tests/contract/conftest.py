@@ -10,6 +10,12 @@ Azure, the test calls `known_deviation(backend, reason)` which records it with i
 The "azurite" backend is `AzureStorage` (official SDKs) against the session's Azurite server
 (`tests/support/azurite_fixtures.py`); queues and containers a test creates there are deleted
 after it, so fixed names in tests do not leak from one test into the next.
+
+The "rest" backend is the azure backend (official SDKs), opened as the host opens it, against
+funchost's own storage endpoints (`funchost.storage_endpoints`) over a fresh embedded store: the
+ports' contracts through the REST layer. (What the endpoints answer to arguments the client-side
+rules would stop is tested in `tests/unit/storage_endpoints/`.) It is not Azurite, so
+`known_deviation` does not apply to it.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.azurite_fixtures import ensure_registered
+from tests.support.endpoints import serve_endpoints
 
 from funchost.clock import ManualClock, SystemClock
 from funchost.runtime.faults import FaultInjector
@@ -28,6 +35,7 @@ from funchost.storage.host_storage import HostStorage, open_storage
 
 BACKENDS = [
     "embedded",
+    "rest",
     pytest.param("azurite", marks=pytest.mark.azurite),
 ]
 # Backends with a document store and an Event Grid store of their own, opened on a ManualClock
@@ -56,6 +64,13 @@ async def storage_backend(
         backend = open_for_test("embedded", tmp_path / "data", AppSettings({}, environ={}), SystemClock())
         yield backend
         await backend.aclose()
+    elif backend_name == "rest":
+        async with serve_endpoints(tmp_path / "data") as served:
+            settings = AppSettings({"AzureWebJobsStorage": served.connection_string}, environ={})
+            rest = open_for_test("azure", tmp_path / "client", settings, SystemClock())
+            rest.served_by_funchost = True  # type: ignore[attr-defined]
+            yield rest
+            await rest.aclose()
     elif backend_name == "azurite":
         server = request.getfixturevalue("azurite")
         settings = AppSettings({"AzureWebJobsStorage": server.connection_string}, environ={})
@@ -72,14 +87,48 @@ async def storage_backend(
         raise pytest.UsageError(f"unknown backend {backend_name}")
 
 
+def _marked(storage_backend, service):  # type: ignore[no-untyped-def]
+    if getattr(storage_backend, "served_by_funchost", False):
+        service.served_by_funchost = True  # what known_deviation() looks at: not Azurite
+    return service
+
+
 @pytest.fixture
 def queue_service(storage_backend):  # type: ignore[no-untyped-def]
-    return storage_backend.queues()
+    return _marked(storage_backend, storage_backend.queues())
 
 
 @pytest.fixture
 def blob_service(storage_backend):  # type: ignore[no-untyped-def]
-    return storage_backend.blobs()
+    return _marked(storage_backend, storage_backend.blobs())
+
+
+@pytest.fixture
+async def table_service(backend_name: str, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[object]:
+    """The Table port: embedded SQLite (as the host opens it), the SDK through funchost's
+    endpoints, the SDK on Azurite."""
+    from funchost.storage.azure.tables import AzureTableService
+
+    if backend_name == "embedded":
+        backend = open_for_test("embedded", tmp_path / "data", AppSettings({}, environ={}), SystemClock())
+        yield backend.tables()
+        await backend.aclose()
+    elif backend_name == "rest":
+        async with serve_endpoints(tmp_path / "data") as served:
+            service = AzureTableService(served.connection_string, "devstoreaccount1")
+            service.served_by_funchost = True  # type: ignore[attr-defined]
+            yield service
+            await service.aclose()
+    else:
+        server = request.getfixturevalue("azurite")
+        if server.table_endpoint is None:
+            pytest.fail("the Azurite named by AZURITE_*_ENDPOINT has no table endpoint (set AZURITE_TABLE_ENDPOINT)")
+        service = AzureTableService(server.connection_string, server.account_name)
+        before = set((await service.list_tables())[0])
+        yield service
+        for name in set((await service.list_tables())[0]) - before:
+            await service.delete_table(name)
+        await service.aclose()
 
 
 @pytest.fixture(params=LOCAL_STATE_BACKENDS)

@@ -5,7 +5,8 @@
 own client, so it still works after the host has stopped), and a producer that writes messages
 the way another application would: through the official `azure.storage.queue` client on
 Azurite (with or without `TextBase64EncodePolicy`), and as the equivalent message text through
-the embedded `QueueService` otherwise.
+the embedded `QueueService` otherwise. The "rest" backend is embedded storage whose producer is
+the official client talking to the host's own storage endpoints (`rest_ports`).
 """
 
 from __future__ import annotations
@@ -99,14 +100,17 @@ async def eventually(probe: Callable[[], Awaitable[T]], what: str, timeout: floa
 
 
 class QueueBackend:
-    def __init__(self, name: str, data_dir: Path, connection_string: str | None) -> None:
-        self.name = name  # "embedded" | "azurite": what known_deviation() is given
+    def __init__(self, name: str, data_dir: Path, connection_string: str | None,
+                 rest_ports: list[int] | None = None) -> None:
+        self.name = name  # "embedded" | "rest" | "azurite": what known_deviation() is given
         self.data_dir = data_dir
         self.connection_string = connection_string
-        self.storage_kind = "azure" if connection_string else "embedded"
+        self.storage_kind = "azure" if connection_string and rest_ports is None else "embedded"
         self.prefix = "qt" + uuid.uuid4().hex[:10]
         storage = connection_string or "UseDevelopmentStorage=true"
         self.settings = {"AzureWebJobsStorage": storage}
+        if rest_ports is not None:
+            self.settings["FUNCHOST_STORAGE_ENDPOINTS"] = ",".join(map(str, rest_ports))
         app_settings = AppSettings(self.settings, environ={})
         self.storage: HostStorage = open_storage(self.storage_kind, data_dir, app_settings, SystemClock())
         self._sdk_clients: list[Any] = []
@@ -153,7 +157,7 @@ class QueueBackend:
     async def aclose(self) -> None:
         for client in self._sdk_clients:
             await client.close()
-        if self.connection_string is not None:
+        if self.storage_kind == "azure":
             for name in await self.service.list_queues(prefix=self.prefix):
                 await self.service.delete_queue(name)
         await self.storage.aclose()

@@ -1,4 +1,5 @@
-"""Queue-trigger behaviour through the real in-process host, on embedded storage and on Azurite.
+"""Queue-trigger behaviour through the real in-process host: embedded storage written in-process,
+embedded storage written through funchost's own storage endpoints ("rest"), and Azurite.
 
 The unit tests in `tests/unit/queue/` drive the same rules with a ManualClock on embedded
 storage only; Azurite keeps real time, so here both backends run on the `SystemClock` with short
@@ -17,18 +18,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.acceptance.support import free_port
 from tests.integration.support_queue_apps import APP, BASE_SETTINGS, QueueBackend, eventually, host_json
 
 from funchost.clock import SystemClock
+from funchost.settings.connections import DEVSTORE_ACCOUNT, DEVSTORE_KEY
 from funchost.testing import HostHarness, write_app
 
-BACKENDS = ["embedded", pytest.param("azurite", marks=pytest.mark.azurite)]
+BACKENDS = ["embedded", "rest", pytest.param("azurite", marks=pytest.mark.azurite)]
 
 
 @pytest.fixture(params=BACKENDS)
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[QueueBackend]:
     connection = request.getfixturevalue("azurite").connection_string if request.param == "azurite" else None
-    queues = QueueBackend(str(request.param), tmp_path / "data", connection)
+    ports = None
+    if request.param == "rest":
+        ports = [free_port(), free_port(), free_port()]
+        connection = (f"DefaultEndpointsProtocol=http;AccountName={DEVSTORE_ACCOUNT};AccountKey={DEVSTORE_KEY};"
+                      f"BlobEndpoint=http://127.0.0.1:{ports[0]}/{DEVSTORE_ACCOUNT};"
+                      f"QueueEndpoint=http://127.0.0.1:{ports[1]}/{DEVSTORE_ACCOUNT}")
+    queues = QueueBackend(str(request.param), tmp_path / "data", connection, ports)
     yield queues
     await queues.aclose()
 

@@ -45,13 +45,15 @@ class AzuriteServer:
     account_name: str = DEVSTORE_ACCOUNT
     account_key: str = DEVSTORE_KEY
     started_here: bool = False
+    table_endpoint: str | None = None  # AZURITE_TABLE_ENDPOINT when reused; always when started here
 
     @property
     def connection_string(self) -> str:
+        table = f"TableEndpoint={self.table_endpoint};" if self.table_endpoint else ""
         return (
             "DefaultEndpointsProtocol=http;"
             f"AccountName={self.account_name};AccountKey={self.account_key};"
-            f"BlobEndpoint={self.blob_endpoint};QueueEndpoint={self.queue_endpoint};"
+            f"BlobEndpoint={self.blob_endpoint};QueueEndpoint={self.queue_endpoint};{table}"
         )
 
     def __repr__(self) -> str:  # no key in test output
@@ -119,6 +121,7 @@ class _Process:
             blob_endpoint=f"http://127.0.0.1:{blob_port}/{DEVSTORE_ACCOUNT}",
             queue_endpoint=f"http://127.0.0.1:{queue_port}/{DEVSTORE_ACCOUNT}",
             started_here=True,
+            table_endpoint=f"http://127.0.0.1:{table_port}/{DEVSTORE_ACCOUNT}",
         )
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
@@ -166,6 +169,7 @@ def server_from_env() -> AzuriteServer | None:
         queue_endpoint=queue.rstrip("/"),
         account_name=os.environ.get(ENV_ACCOUNT, DEVSTORE_ACCOUNT),
         account_key=os.environ.get(ENV_KEY, DEVSTORE_KEY),
+        table_endpoint=(os.environ.get("AZURITE_TABLE_ENDPOINT") or "").rstrip("/") or None,
     )
 
 

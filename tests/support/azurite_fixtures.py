@@ -60,6 +60,8 @@ def is_azurite(backend: Any) -> bool:
     """True if `backend` (a backend name, a storage backend, or a queue/blob service) is Azurite."""
     if isinstance(backend, str):
         return backend == "azurite"
+    if getattr(backend, "served_by_funchost", False):  # the SDKs against funchost's own endpoints
+        return False
     if getattr(backend, "kind", None) == "azure":
         return True
     while hasattr(backend, "inner"):  # the host's wrappers (validation, faults, wake-ups)

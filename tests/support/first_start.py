@@ -17,16 +17,17 @@ def open_everything(folder: Path) -> dict[str, Any]:
     from funchost.clock import SystemClock
     from funchost.reliability import open_sqlite
     from funchost.settings.app_settings import AppSettings
-    from funchost.storage.backend import create_backend
+    from funchost.storage.host_storage import open_storage
     from funchost.triggers.http.keys import KeyStore
 
     keys = KeyStore.load_or_create(folder, {}, FUNCTIONS)
 
     async def stores() -> None:
-        storage = create_backend("embedded", folder, AppSettings({}, environ={}), SystemClock())
+        storage = open_storage("embedded", folder, AppSettings({}, environ={}), SystemClock())
         try:
             await storage.queues().create_queue("work")
             await storage.blobs().create_container("box", exist_ok=True)
+            await storage.tables().list_tables()
             await storage.eventgrid_store().get_cursor("start")
         finally:
             await storage.aclose()

@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "funchost.cli.events",
     "funchost.cli.eventhubs",
     "funchost.cli.docs",
+    "funchost.cli.storage",
     "funchost.cli.durable",
 )
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from funchost import __version__, logs
 from funchost.cli import supervisor
+from funchost.cli.storage import add_endpoint_arguments, endpoint_arguments, endpoint_settings
 from funchost.errors import FunchostError
 from funchost.host import DEFAULT_PORT, Host, HostConfig
 from funchost.settings.local_settings import load_local_settings
@@ -30,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="embedded SQLite storage (default) or the connection strings as given (Azurite/Azure)")
     parser.add_argument("--output", choices=("text", "json"), default="text",
                         help="console output: text as Core Tools prints it, or NDJSON events")
+    add_endpoint_arguments(parser)
     parser.set_defaults(handler=run)
 
 
@@ -46,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     logs.configure(output)
     config = HostConfig(app_dir=Path(args.app_dir), data_dir=Path(args.data) if args.data else None,
                         storage=args.storage, port=args.port, bind=args.bind,
+                        settings_override=endpoint_settings(args, Path(args.app_dir)),
                         listen_fd=supervisor.inherited_listen_fd())
     host = Host(config)
     try:
@@ -77,6 +80,7 @@ def _supervise(args: argparse.Namespace, count: int) -> int:
     argv = [str(args.app_dir), "--bind", args.bind, "--storage", args.storage, "--output", args.output]
     if args.data:
         argv += ["--data", str(args.data)]
+    argv += endpoint_arguments(args)
     try:
         return supervisor.Supervisor(argv, count, args.bind, port, args.output).run()
     except OSError as exc:

@@ -43,10 +43,12 @@ BINDING_MODULES: dict[str, str] = {
     "eventHub": "funchost.bindings.eventhub",
     "serviceBus": "funchost.bindings.servicebus",
     "durableClient": "funchost.bindings.durable_client",
+    "table": "funchost.bindings.table",
 }
 
 HOST_SERVICE_MODULES: tuple[str, ...] = (
     "funchost.eventgrid.service",
+    "funchost.storage_endpoints.service",
     "funchost.durable.service",
 )
 

@@ -2,7 +2,8 @@
 
 A backend hands out one object per service and connection, each implementing that service's
 Protocol (the ports: `queues.QueueService`, `blobs.BlobService`, `blobs.BlobChangeJournal`,
-`documents.DocumentStore`, `eventgrid.EventGridStore`, `durable.TaskHub`, ...). The host never uses a backend directly:
+`blob_api.BlobApi`, `tables.TableService`, `documents.DocumentStore`, `eventgrid.EventGridStore`,
+`durable.TaskHub`, ...). The host never uses a backend directly:
 `host_storage.HostStorage` puts the wrappers written once (Azure's argument rules, fault points,
 in-process wake-ups) in front of it.
 
@@ -24,6 +25,7 @@ from funchost.clock import Clock
 from funchost.errors import ConfigError
 from funchost.settings.app_settings import AppSettings
 from funchost.settings.connections import StorageConnection
+from funchost.storage.blob_api import BlobApi
 from funchost.storage.blobs import BlobChangeJournal, BlobService
 from funchost.storage.documents import DocumentStore
 from funchost.storage.durable import TaskHub
@@ -31,6 +33,7 @@ from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.eventhubs import EventHubBroker
 from funchost.storage.queues import QueueService
 from funchost.storage.servicebus import ServiceBusBroker
+from funchost.storage.tables import TableService
 
 BACKEND_MODULES: dict[str, str] = {
     "embedded": "funchost.storage.sqlite.backend",
@@ -50,6 +53,18 @@ class StorageBackend(Protocol):
 
     def blob_changes(self, connection: str | None = None) -> BlobChangeJournal | None:
         """The account's change journal; None where the backend keeps none (Azure)."""
+
+    def blob_api(self, connection: str | None = None) -> BlobApi:
+        """The account's whole Blob service as the REST API exposes it (what the storage endpoints
+        serve); ConfigError where a backend offers only `BlobService` (azure)."""
+
+    def tables(self, connection: str | None = None) -> TableService: ...
+
+    def for_account(self, account: str) -> StorageBackend:
+        """This storage with every storage connection resolving to `account`: how the storage
+        endpoints reach the account a request's URL names. The view shares the backend's service
+        objects (close the backend, not the view); ConfigError where accounts cannot be addressed
+        by name (azure: the connection strings say where the accounts are)."""
 
     def documents(self, connection: str | None = None) -> DocumentStore: ...
 

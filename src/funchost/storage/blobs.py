@@ -30,6 +30,13 @@ class BlobProperties:
     lease_state: str = "available"  # available | leased | expired | breaking | broken
     lease_status: str = "unlocked"  # locked | unlocked
     blob_type: str = "BlockBlob"
+    # The other HTTP properties and details the REST API reports (storage/blob_api.py).
+    content_encoding: str = ""
+    content_language: str = ""
+    content_disposition: str = ""
+    cache_control: str = ""
+    lease_duration: str | None = None  # infinite | fixed, while leased
+    committed_block_count: int | None = None  # append blobs
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,14 @@
 """The storage a host hands out: any backend, behind the wrappers written once.
 
     queues     ->  wake-ups -> fault points -> Azure's rules -> backend
-    blobs      ->  Azure's rules -> backend
+    blobs      ->  Azure's rules -> backend        (blob_api: the whole Blob REST API, the same)
+    tables     ->  Azure's rules -> backend
     documents  ->  Azure's rules -> backend
 
-Triggers, bindings, Event Grid, documents, the test harness and app code reach storage only
-through this object (`Runtime.storage`), so every backend gets the same validation, the same
-fault points and the same in-process wake-ups.
+Triggers, bindings, Event Grid, documents, the test harness, app code and the storage REST
+endpoints reach storage only through this object (`Runtime.storage`), so every backend gets the
+same validation, the same fault points and the same in-process wake-ups. The endpoints address
+accounts by name (`for_account`); the change journal names the Blob endpoint being served.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from funchost.runtime.signals import Signals
 from funchost.settings.app_settings import AppSettings
 from funchost.settings.connections import StorageConnection
 from funchost.storage.backend import StorageBackend, create_backend
+from funchost.storage.blob_api import BlobApi
+from funchost.storage.blob_api_validation import ValidatingBlobApi
 from funchost.storage.blobs import BlobChangeJournal, BlobService
 from funchost.storage.document_rules import ValidatingDocumentStore
 from funchost.storage.documents import DocumentStore
@@ -28,8 +32,11 @@ from funchost.storage.durable import TaskHub
 from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.eventhubs import EventHubBroker
 from funchost.storage.faults import FaultInjectingQueueService
+from funchost.storage.journal_urls import ServedJournal
 from funchost.storage.queues import QueueService
 from funchost.storage.servicebus import ServiceBusBroker
+from funchost.storage.table_rules import ValidatingTableService
+from funchost.storage.tables import TableService
 from funchost.storage.validation import ValidatingBlobService, ValidatingQueueService
 from funchost.storage.wakeups import WakingQueueService
 
@@ -46,20 +53,24 @@ class HostStorage:
         self.kind = backend.kind
         self.faults = faults
         self.signals = signals
-        self._wrapped: dict[int, tuple[object, object]] = {}
+        self._wrapped: dict[tuple[int, str], tuple[object, object]] = {}
+        self._accounts: dict[str, HostStorage] = {}
+        self.blob_origin: str | None = None  # where the Blob endpoint is served, once it is (storage_endpoints)
 
-    def _wrap(self, inner: S, wrap: Callable[[S], W]) -> W:
-        """One wrapper per backend service object (the backend caches those per account)."""
-        entry = self._wrapped.get(id(inner))
+    def _wrap(self, inner: S, kind: str, wrap: Callable[[S], W]) -> W:
+        """One wrapper of each kind per backend service object (the backend caches those per
+        account; the embedded one serves `blobs` and `blob_api` with one object)."""
+        key = (id(inner), kind)
+        entry = self._wrapped.get(key)
         if entry is None or entry[0] is not inner:
-            entry = self._wrapped[id(inner)] = (inner, wrap(inner))
+            entry = self._wrapped[key] = (inner, wrap(inner))
         return entry[1]  # type: ignore[return-value]
 
     def connection(self, name: str | None, service: str = "queue") -> StorageConnection:
         return self.backend.connection(name, service)
 
     def queues(self, connection: str | None = None) -> QueueService:
-        return self._wrap(self.backend.queues(connection), self._wrap_queues)
+        return self._wrap(self.backend.queues(connection), "queues", self._wrap_queues)
 
     def _wrap_queues(self, inner: QueueService) -> QueueService:
         service: QueueService = ValidatingQueueService(inner)
@@ -70,13 +81,28 @@ class HostStorage:
         return service
 
     def blobs(self, connection: str | None = None) -> BlobService:
-        return self._wrap(self.backend.blobs(connection), ValidatingBlobService)
+        return self._wrap(self.backend.blobs(connection), "blobs", ValidatingBlobService)
 
     def blob_changes(self, connection: str | None = None) -> BlobChangeJournal | None:
-        return self.backend.blob_changes(connection)
+        journal = self.backend.blob_changes(connection)
+        return None if journal is None else ServedJournal(journal, lambda: self.blob_origin)
+
+    def blob_api(self, connection: str | None = None) -> BlobApi:
+        return self._wrap(self.backend.blob_api(connection), "blob_api", ValidatingBlobApi)
+
+    def tables(self, connection: str | None = None) -> TableService:
+        return self._wrap(self.backend.tables(connection), "tables", ValidatingTableService)
+
+    def for_account(self, account: str) -> HostStorage:
+        """This storage behind the same wrappers, every connection resolving to `account`."""
+        view = self._accounts.get(account)
+        if view is None:
+            view = HostStorage(self.backend.for_account(account), faults=self.faults, signals=self.signals)
+            self._accounts[account] = view
+        return view
 
     def documents(self, connection: str | None = None) -> DocumentStore:
-        return self._wrap(self.backend.documents(connection), ValidatingDocumentStore)
+        return self._wrap(self.backend.documents(connection), "documents", ValidatingDocumentStore)
 
     def eventgrid_store(self) -> EventGridStore:
         return self.backend.eventgrid_store()
@@ -92,6 +118,7 @@ class HostStorage:
 
     async def aclose(self) -> None:
         self._wrapped.clear()
+        self._accounts.clear()
         await self.backend.aclose()
 
 

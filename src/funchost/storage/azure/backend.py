@@ -1,7 +1,9 @@
 """`--storage azure`: the app's storage connections used as given, through the official SDKs.
 
-One `AzureQueueService` / `AzureBlobService` per resolved connection (setting and endpoint), built
-lazily and shared. Documents (the Cosmos DB-like store) exist only in embedded storage. The
+One `AzureQueueService` / `AzureBlobService` / `AzureTableService` per resolved connection
+(setting and endpoint), built lazily and shared. The whole Blob REST API (`BlobApi`) and accounts
+addressed by name are what the embedded storage endpoints serve; with Azure the app's clients
+talk to the service itself. Documents (the Cosmos DB-like store) exist only in embedded storage. The
 state of this host's Event Grid topics is host-local: it stays in the embedded store under the
 data folder, whatever holds the app's queues and blobs; so do Durable Functions task hubs.
 """
@@ -19,7 +21,9 @@ from funchost.settings.connections import StorageConnection, resolve_storage_con
 from funchost.storage.azure.blobs import AzureBlobService
 from funchost.storage.azure.endpoints import Endpoint, endpoint_for
 from funchost.storage.azure.queues import AzureQueueService
+from funchost.storage.azure.tables import AzureTableService
 from funchost.storage.backend import StorageBackend, create_backend
+from funchost.storage.blob_api import BlobApi
 from funchost.storage.blobs import BlobChangeJournal
 from funchost.storage.documents import DocumentStore
 from funchost.storage.durable import TaskHub
@@ -69,6 +73,25 @@ class AzureStorage:
     def blob_changes(self, connection: str | None = None) -> BlobChangeJournal | None:
         return None  # on Azure the account's own Event Grid system topic reports blob changes
 
+    def blob_api(self, connection: str | None = None) -> BlobApi:
+        raise _embedded_only()
+
+    def for_account(self, account: str) -> StorageBackend:
+        raise _embedded_only()
+
+    def tables(self, connection: str | None = None) -> AzureTableService:
+        resolved = self.connection(connection, "table")
+        key = ("table", resolved.setting_name, "")
+        with self._lock:
+            existing = self._services.get(key)
+            if existing is None:
+                if resolved.connection_string is None:
+                    raise ConfigError("Table storage needs a connection string (identity-based connections are "
+                                      "not supported for tables)", path=f"app setting '{resolved.setting_name}'")
+                existing = self._services[key] = AzureTableService(resolved.connection_string,
+                                                                   resolved.account_name)
+            return existing
+
     def documents(self, connection: str | None = None) -> DocumentStore:
         raise ConfigError(
             "documents (Cosmos DB bindings and triggers) are only available with embedded storage; "
@@ -114,6 +137,11 @@ class AzureStorage:
 
     def __repr__(self) -> str:
         return "AzureStorage()"
+
+
+def _embedded_only() -> ConfigError:
+    return ConfigError("the storage endpoints serve embedded storage only; with --storage azure the app's clients "
+                       "use the service its connection strings name", path="--storage azure")
 
 
 def open_backend(data_dir: Path, settings: AppSettings, clock: Clock) -> AzureStorage:

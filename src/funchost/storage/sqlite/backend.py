@@ -8,6 +8,7 @@ durable state lives in ``<data>/eventgrid/``, the embedded Service Bus and Event
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -22,13 +23,14 @@ from funchost.settings.connections import (
     StorageConnection,
     resolve_storage_connection,
 )
-from funchost.storage.sqlite.blobs import SqliteBlobService
+from funchost.storage.sqlite.blob_account import SqliteBlobAccount
 from funchost.storage.sqlite.documents import SqliteDocumentStore
 from funchost.storage.sqlite.durable import SqliteTaskHub
 from funchost.storage.sqlite.eventgrid import SqliteEventStore
 from funchost.storage.sqlite.eventhubs import SqliteEventHubBroker
 from funchost.storage.sqlite.queues import SqliteQueueService
 from funchost.storage.sqlite.servicebus import SqliteServiceBusBroker
+from funchost.storage.sqlite.tables import SqliteTableService
 
 S = TypeVar("S")
 DEFAULT_DOCUMENTS_CONNECTION = "CosmosDB"
@@ -44,8 +46,11 @@ class EmbeddedStorage:
         self.clock = clock
         self._services: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
+        self._account: str | None = None  # set on the views of `for_account`
 
     def connection(self, name: str | None, service: str = "queue") -> StorageConnection:
+        if self._account is not None:
+            return StorageConnection(name or DEFAULT_STORAGE, self._account)
         try:
             return resolve_storage_connection(name, self.settings, service=service)
         except ConfigError:
@@ -66,12 +71,25 @@ class EmbeddedStorage:
         account = self.connection(connection, "queue").account_name
         return self._service("queue", account, lambda: SqliteQueueService(self.root / account, account, self.clock))
 
-    def blobs(self, connection: str | None = None) -> SqliteBlobService:
+    def blobs(self, connection: str | None = None) -> SqliteBlobAccount:
         account = self.connection(connection, "blob").account_name
-        return self._service("blob", account, lambda: SqliteBlobService(self.root / account, account, self.clock))
+        return self._service("blob", account, lambda: SqliteBlobAccount(self.root / account, account, self.clock))
 
-    def blob_changes(self, connection: str | None = None) -> SqliteBlobService:
+    def blob_changes(self, connection: str | None = None) -> SqliteBlobAccount:
         return self.blobs(connection)  # the blob store journals its own changes
+
+    def blob_api(self, connection: str | None = None) -> SqliteBlobAccount:
+        return self.blobs(connection)  # one object per account: REST writes land in the same journal
+
+    def tables(self, connection: str | None = None) -> SqliteTableService:
+        account = self.connection(connection, "table").account_name
+        return self._service("table", account, lambda: SqliteTableService(self.root / account, account, self.clock))
+
+    def for_account(self, account: str) -> EmbeddedStorage:
+        """A view sharing this backend's service objects, every connection resolving to `account`."""
+        view = copy.copy(self)
+        view._account = account
+        return view
 
     def documents(self, connection: str | None = None) -> SqliteDocumentStore:
         name = (connection or "").strip() or DEFAULT_DOCUMENTS_CONNECTION
@@ -99,6 +117,8 @@ class EmbeddedStorage:
         return self._service(f"durable:{name.lower()}", account, lambda: SqliteTaskHub(path, name))
 
     async def aclose(self) -> None:
+        if self._account is not None:
+            return  # a view: the services are the backend's, closed with it
         with self._lock:
             services = list(self._services.values())
             self._services.clear()

@@ -59,8 +59,12 @@ class SqliteBlobService:
     def __init__(self, account_dir: Path, account: str, clock: Clock) -> None:
         self.account_name = account
         self.clock = clock
-        self._db = SqliteDatabase(Path(account_dir) / "blobs.db", SCHEMA, name=f"blobs-{account}")
+        self._db = self._open(Path(account_dir) / "blobs.db", f"blobs-{account}")
         self._listeners: list[BlobChangeListener] = []
+
+    def _open(self, path: Path, name: str) -> SqliteDatabase:
+        """The account's database (`blob_account.SqliteBlobAccount` adds the REST API's tables)."""
+        return SqliteDatabase(path, SCHEMA, name=name)
 
     # -- containers -----------------------------------------------------------------------------
 

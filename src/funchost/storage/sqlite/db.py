@@ -28,9 +28,13 @@ BUSY_TIMEOUT_MS = 30_000
 
 
 class SqliteDatabase:
-    def __init__(self, path: Path, schema: str = "", *, name: str = "sqlite") -> None:
+    def __init__(self, path: Path, schema: str = "", *, name: str = "sqlite",
+                 upgrade: Callable[[sqlite3.Connection], None] | None = None) -> None:
+        """`upgrade` runs after `schema`, in the same write transaction (e.g. adding a column to a
+        file created by an older version)."""
         self.path = private_sqlite_file(path)  # 0600, and so are its -wal / -shm files
         self._schema = schema
+        self._upgrade = upgrade
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{name}-db")
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
@@ -56,6 +60,8 @@ class SqliteDatabase:
             with _immediate(conn):
                 for statement in _split(self._schema):
                     conn.execute(statement)
+                if self._upgrade is not None:
+                    self._upgrade(conn)
 
     # -- running work ----------------------------------------------------------------------------
 

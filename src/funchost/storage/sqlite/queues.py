@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import random
 import sqlite3
@@ -74,7 +75,8 @@ def _hex(nbytes: int) -> str:
 
 
 def _ts(value: float | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value, UTC)
+    # The service reports message times with one-second resolution (RFC 1123 on the wire).
+    return None if value is None else datetime.fromtimestamp(math.floor(value), UTC)
 
 
 def _message_id(seq: int) -> str:

@@ -1,0 +1,1 @@
+"""The Blob service REST API over the `BlobApi` port (see app.py for the operations)."""

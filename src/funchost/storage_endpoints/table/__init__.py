@@ -1,0 +1,1 @@
+"""The Table service REST API over the `TableService` port (see app.py for the operations)."""

@@ -1,0 +1,177 @@
+"""The table input and output bindings as the Tables extension binds them for Python apps
+(docs in `funchost.bindings.table`), on the embedded table store, driven over HTTP."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from funchost.testing import HostHarness, write_app
+
+# The Python worker's tests/endtoend/table_functions/table_functions_stein app, unmodified,
+# followed by functions for the other shapes the extension supports.
+WORKER_APP = '''
+import json
+import uuid
+
+import azure.functions as func
+
+app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+
+@app.function_name(name="table_in_binding")
+@app.route(route="table_in_binding/{id}")
+@app.table_input(arg_name="testEntity",
+                 connection="AzureWebJobsStorage",
+                 table_name="BindingTestTable",
+                 row_key='{id}',
+                 partition_key="test")
+def table_in_binding(req: func.HttpRequest, testEntity):
+    return func.HttpResponse(status_code=200, body=testEntity)
+
+
+@app.function_name(name="table_out_binding")
+@app.route(route="table_out_binding", binding_arg_name="resp")
+@app.table_output(arg_name="$return",
+                  connection="AzureWebJobsStorage",
+                  table_name="BindingTestTable")
+def table_out_binding(req: func.HttpRequest, resp: func.Out[func.HttpResponse]):
+    row_key_uuid = str(uuid.uuid4())
+    table_dict = {'PartitionKey': 'test', 'RowKey': row_key_uuid}
+    table_json = json.dumps(table_dict)
+    resp.set(table_json)
+    return table_json
+'''
+
+MORE = '''
+
+@app.route(route="people/{part}", methods=["POST"])
+@app.table_output(arg_name="rows", connection="AzureWebJobsStorage", table_name="People", partition_key="{part}")
+def add_people(req: func.HttpRequest, rows: func.Out[str]) -> str:
+    rows.set(req.get_body().decode())
+    return "added"
+
+
+@app.route(route="people/{part}", methods=["GET"])
+@app.table_input(arg_name="rows", connection="AzureWebJobsStorage", table_name="People", partition_key="{part}",
+                 filter="Age gt 30", take=2)
+def list_people(req: func.HttpRequest, rows: str) -> str:
+    return rows
+
+
+@app.route(route="everyone", methods=["GET"])
+@app.table_input(arg_name="rows", connection="AzureWebJobsStorage", table_name="People")
+def everyone(req: func.HttpRequest, rows: str) -> str:
+    return rows
+'''
+
+
+@pytest.fixture
+async def host(tmp_path: Path):
+    write_app(tmp_path / "app", WORKER_APP + MORE)
+    async with HostHarness(tmp_path / "app", data_dir=tmp_path / "data") as running:
+        yield running
+
+
+async def test_the_worker_app_writes_an_entity_and_reads_it_back(host: HostHarness) -> None:
+    written = await host.http("POST", "/api/table_out_binding")
+    assert written.status_code == 200, written.text
+    row_key = json.loads(written.text)["RowKey"]
+    read = await host.http("GET", f"/api/table_in_binding/{row_key}")
+    assert read.status_code == 200, read.text
+    entity = read.json()  # the worker's test: the same keys come back
+    assert (entity["PartitionKey"], entity["RowKey"]) == ("test", row_key)
+    assert list(entity)[:4] == ["odata.etag", "PartitionKey", "RowKey", "Timestamp"]
+    assert entity["odata.etag"].startswith('W/"datetime')
+    assert datetime.fromisoformat(entity["Timestamp"]).tzinfo is not None
+    stored = await host.runtime.storage.tables().get_entity("BindingTestTable", "test", row_key)
+    assert stored.etag == entity["odata.etag"]
+
+
+async def test_a_missing_entity_fails_the_invocation(host: HostHarness) -> None:
+    await host.runtime.storage.tables().create_table("BindingTestTable")
+    response = await host.http("GET", "/api/table_in_binding/nothing")
+    assert response.status_code == 500  # GetEntityAsync throws on 404; the function never runs
+
+
+async def test_output_types_keys_from_the_binding_and_queries_with_filter_and_take(host: HostHarness) -> None:
+    people = [{"RowKey": "ann", "Age": 41, "Score": 1.5, "Member": True, "Born": "1984-03-01T00:00:00Z",
+               "Note": "x", "Gone": None},
+              {"rowKey": "bob", "Age": 25}, {"RowKey": "cy", "Age": 35}, {"RowKey": "dee", "Age": 52},
+              {"RowKey": "eve", "PartitionKey": "other", "Age": 60}]
+    assert (await host.http("POST", "/api/people/staff", content=json.dumps(people))).text == "added"
+    tables = host.runtime.storage.tables()
+    ann = await tables.get_entity("People", "staff", "ann")
+    assert ann.properties == {"Age": ("Edm.Int64", 41), "Score": ("Edm.Double", 1.5),
+                              "Member": ("Edm.Boolean", True), "Note": ("Edm.String", "x"),
+                              "Born": ("Edm.DateTime", datetime(1984, 3, 1, tzinfo=UTC))}
+    assert (await tables.get_entity("People", "other", "eve")).properties["Age"] == ("Edm.Int64", 60)
+    listed = (await host.http("GET", "/api/people/staff")).json()
+    # PartitionKey eq 'staff' and Age gt 30, take 2, in key order
+    assert [row["RowKey"] for row in listed] == ["ann", "cy"]
+    assert listed[0]["Born"] == "1984-03-01T00:00:00.0000000+00:00"
+    everyone = (await host.http("GET", "/api/everyone")).json()
+    assert [row["RowKey"] for row in everyone] == ["eve", "ann", "bob", "cy", "dee"]
+
+
+async def test_an_existing_entity_is_not_replaced_and_fails_the_invocation(host: HostHarness) -> None:
+    assert (await host.http("POST", "/api/people/staff", content='{"RowKey": "ann", "Age": 1}')).status_code == 200
+    again = await host.http("POST", "/api/people/staff", content='{"RowKey": "ann", "Age": 2}')
+    assert again.status_code == 500
+    ann = await host.runtime.storage.tables().get_entity("People", "staff", "ann")
+    assert ann.properties["Age"] == ("Edm.Int64", 1)
+
+
+@pytest.mark.parametrize("body", ['{"RowKey": "a/b"}', '{"Age": 3}', '[1, 2]', '{"RowKey": "x", "Tags": [1]}',
+                                  "not json"])
+async def test_bad_output_values_fail_with_nothing_written(host: HostHarness, body: str) -> None:
+    response = await host.http("POST", "/api/people/staff", content=body)
+    assert response.status_code == 500
+    rows = (await host.http("GET", "/api/everyone")).json() if await _has_table(host) else []
+    assert rows == []
+
+
+async def _has_table(host: HostHarness) -> bool:
+    names, _ = await host.runtime.storage.tables().list_tables()
+    return "People" in names
+
+
+async def test_a_literal_invalid_table_name_stops_only_that_function(tmp_path: Path) -> None:
+    write_app(tmp_path / "app", WORKER_APP.replace('table_name="BindingTestTable",\n                 row_key',
+                                                   'table_name="bad-name",\n                 row_key'))
+    async with HostHarness(tmp_path / "app", data_dir=tmp_path / "data") as host:
+        [error] = host.runtime.function_errors.of("table_in_binding")
+        assert "'bad-name' is not a valid name for an Azure table" in error
+        assert host.runtime.function_errors.of("table_out_binding") == []
+
+
+UPDATE_APP = WORKER_APP + '''
+
+@app.route(route="bump/{id}", methods=["POST"])
+@app.table_input(arg_name="current", connection="AzureWebJobsStorage", table_name="BindingTestTable",
+                 partition_key="test", row_key="{id}")
+@app.table_output(arg_name="updated", connection="AzureWebJobsStorage", table_name="BindingTestTable")
+def bump(req: func.HttpRequest, current: str, updated: func.Out[str]) -> str:
+    entity = json.loads(current)
+    entity["Count"] = entity.get("Count", 0) + 1
+    if req.params.get("stale"):
+        entity["odata.etag"] = 'W/"datetime\\'2000-01-01T00%3A00%3A00.0000000Z\\'"'
+    updated.set(json.dumps(entity))
+    return "ok"
+'''
+
+
+async def test_an_entity_read_through_the_input_is_replaced_when_its_etag_still_matches(tmp_path: Path) -> None:
+    write_app(tmp_path / "app", UPDATE_APP)
+    async with HostHarness(tmp_path / "app", data_dir=tmp_path / "data") as host:
+        tables = host.runtime.storage.tables()
+        await tables.create_table("BindingTestTable")
+        await tables.insert_entity("BindingTestTable", "test", "a", {"Count": ("Edm.Int32", 1)})
+        assert (await host.http("POST", "/api/bump/a")).text == "ok"
+        assert (await host.http("POST", "/api/bump/a")).text == "ok"
+        assert (await tables.get_entity("BindingTestTable", "test", "a")).properties["Count"] == ("Edm.Int64", 3)
+        assert (await host.http("POST", "/api/bump/a?stale=1")).status_code == 500  # 412: the entity changed
+        assert (await tables.get_entity("BindingTestTable", "test", "a")).properties["Count"] == ("Edm.Int64", 3)
