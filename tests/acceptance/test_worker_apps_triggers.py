@@ -46,11 +46,12 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Worker
     # The retry apps first: their timers fire every second and their flows take a few seconds
     # of retries, which then overlap the other apps' start-up and flows.
     apps = [FIXED_RETRY_APP, EXPONENTIAL_RETRY_APP, *QUEUE_APPS, *COSMOS_APPS, *COSMOS_V3_APPS,
-            TIMER_APP, DURABLE_APP]
+            TIMER_APP, DURABLE_APP, GENERIC_APP]
     # The worker's test environment has the monitored container; a change-feed listener started
     # before it exists starts later, from that moment on, and misses what was written before.
     started = start_apps(apps, tmp_path_factory.mktemp("triggers"),
-                         prepare={app: create_monitored_container for app in COSMOS_APPS})
+                         prepare={**{app: create_monitored_container for app in COSMOS_APPS},
+                                  GENERIC_APP: create_table_read_by_every_function})
     yield started
     stop_all(started.values())
 
@@ -241,12 +242,9 @@ def test_durable(hosts: dict[str, WorkerAppHost]) -> None:
 # has no converter in the library, so the worker binds it with its GenericBinding, which has an
 # implicit output): no invocation may fail.
 
-@pytest.fixture(scope="module")
-def generic_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerAppHost]:
-    started = start_apps([GENERIC_APP], tmp_path_factory.mktemp("generic"),
-                         prepare={GENERIC_APP: create_table_read_by_every_function})
-    yield started[GENERIC_APP]
-    stop_all(started.values())
+@pytest.fixture
+def generic_host(hosts: dict[str, WorkerAppHost]) -> WorkerAppHost:
+    return hosts[GENERIC_APP]
 
 
 def test_return_processed_last(generic_host: WorkerAppHost) -> None:
