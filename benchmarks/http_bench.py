@@ -5,7 +5,10 @@
 Targets, all started as separate processes and measured by the same load generator with the
 same concurrency, interleaved round by round:
 
-* ``funchost``: ``funchost start`` on a one-function app (``GET /api/hello`` -> "Hello, world!");
+* ``funchost``: ``funchost start`` on a one-function app (``GET /api/hello`` -> "Hello, world!"),
+  with the dashboard on (the default: every invocation goes into the history);
+* ``no-dashboard`` / ``no-dashboard-async`` (with ``--compare-dashboard``): the same with
+  ``--no-dashboard``;
 * ``bare``: a raw ASGI hello-world callable on the same uvicorn (httptools + uvloop);
 * ``starlette``: a Starlette app with one `PlainTextResponse` route on the same uvicorn;
 * ``funchost-async``: the same funchost process, an `async def` hello;
@@ -156,7 +159,7 @@ def wait_ready(port: int, timeout: float = 30.0) -> float:
 
 
 def start_funchost(app_dir: Path, data_dir: Path, port: int, src: Path | None = None,
-                   workers: int = 1) -> subprocess.Popen[bytes]:
+                   workers: int = 1, extra: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
     """`funchost start`; from the source tree `src` (its `src/` folder first on the path) if given."""
     cli = "import sys; from funchost.cli import main; sys.exit(main())"
     # The storage endpoints off by setting, not flag: a --baseline-src tree may predate the flag.
@@ -164,7 +167,7 @@ def start_funchost(app_dir: Path, data_dir: Path, port: int, src: Path | None = 
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src / "src"), env.get("PYTHONPATH")]))
     return subprocess.Popen([sys.executable, "-c", cli, "start", str(app_dir), "--port", str(port),
-                             "--data", str(data_dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+                             "--data", str(data_dir), *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
@@ -255,6 +258,8 @@ def main() -> int:
     parser.add_argument("--startup-runs", type=int, default=3)
     parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
     parser.add_argument("--baseline-src", type=Path, help="a funchost source tree to measure as 'baseline'")
+    parser.add_argument("--compare-dashboard", action="store_true",
+                        help="also measure funchost with --no-dashboard, in the same rounds")
     args = parser.parse_args()
     client = args.client if args.client != "auto" else ("wrk" if shutil.which("wrk") else "python")
     load = run_wrk if client == "wrk" else run_python_client
@@ -277,12 +282,18 @@ def main() -> int:
             ports["baseline"] = free_port()
             processes["baseline"] = start_funchost(app_dir, work / "baseline-data", ports["baseline"],
                                                    args.baseline_src.resolve())
+        if args.compare_dashboard:
+            ports["no-dashboard"] = free_port()
+            processes["no-dashboard"] = start_funchost(app_dir, work / "no-dashboard-data", ports["no-dashboard"],
+                                                       extra=("--no-dashboard",))
         # (target, process, path): the def and the async def hello on each funchost.
         targets = [("bare", "bare", PATH), ("starlette", "starlette", PATH),
                    ("funchost", "funchost", PATH), ("funchost-async", "funchost", ASYNC_PATH),
                    (f"workers-{workers}", "workers", PATH), (f"workers-{workers}-async", "workers", ASYNC_PATH)]
         if args.baseline_src is not None:
             targets += [("baseline", "baseline", PATH), ("baseline-async", "baseline", ASYNC_PATH)]
+        if args.compare_dashboard:
+            targets += [("no-dashboard", "no-dashboard", PATH), ("no-dashboard-async", "no-dashboard", ASYNC_PATH)]
         samples: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in targets}
         try:
             for port in ports.values():
@@ -322,6 +333,13 @@ def main() -> int:
             if "cpu_us_per_request" in current:
                 result["ratios"][f"funchost{suffix}_vs_baseline_cpu"] = round(
                     current["cpu_us_per_request"] / before["cpu_us_per_request"], 3)
+    if "no-dashboard" in samples:
+        for suffix in ("", "-async"):
+            on, off = result[f"funchost{suffix}"], result[f"no-dashboard{suffix}"]
+            result["ratios"][f"dashboard_on_vs_off{suffix}"] = round(on["rps"] / off["rps"], 3)
+            if "cpu_us_per_request" in on:
+                result["ratios"][f"dashboard_on_vs_off{suffix}_cpu"] = round(
+                    on["cpu_us_per_request"] / off["cpu_us_per_request"], 3)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2))
     print(f"client: {client}, {args.connections} connections, {args.rounds} x {args.duration:g}s per target")

@@ -2,6 +2,8 @@
 
     python benchmarks/invocation_bench.py                    # [--calls 20000] [--rounds 3]
     python benchmarks/invocation_bench.py --baseline-src DIR # the same scenarios on another source tree
+    python benchmarks/invocation_bench.py --dashboard both   # each scenario with the dashboard on and off
+    python benchmarks/invocation_bench.py --only NAME,... --results FILE   # some scenarios, elsewhere
 
 Each scenario runs in its own process (in-process host on the real clock, `logging` at WARNING
 unless stated, CPU time of that process per call); with ``--baseline-src`` the baseline tree
@@ -20,6 +22,15 @@ before/after ratio comes from one run on the same machine.
                           check, invocation, delete) with storage calls that do nothing, for an
                           `async def` / `def` function taking `str`, and an `async def` taking
                           `func.QueueMessage`: the per-message cost beyond the storage calls
+  executor-async-otel / http-async-otel
+                          executor-async / http-async with host.json telemetryMode OpenTelemetry,
+                          exporting over OTLP/HTTP to a local sink that accepts everything: the
+                          span, the metrics and the export thread's CPU are included
+
+The dashboard (the invocation history's middleware piece and its batch writer) is on in every
+scenario, as `funchost start` runs by default (``--dashboard on``); ``--dashboard off`` measures
+with ``FUNCHOST_DASHBOARD=false``, and ``--dashboard both`` measures both, alternating round by
+round, the off figures under ``<scenario>/no-dashboard``.
 
 Results (min / median / max of the rounds, microseconds of CPU per call) are printed and written
 to benchmarks/results/invocation.json.
@@ -38,15 +49,18 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results" / "invocation.json"
 SCENARIOS = ("executor-async", "executor-async-timeout", "http-async", "http-async-logged", "http-def",
-             "queue-async", "queue-def", "queue-message")
+             "queue-async", "queue-def", "queue-message", "executor-async-otel", "http-async-otel")
 
 APP = """
 import azure.functions as func
@@ -85,21 +99,48 @@ async def cpu_per_call(call: Callable[[], Awaitable[Any]], calls: int) -> float:
     return (time.process_time() - started) / calls * 1e6
 
 
-def _harness(tmp: str, host_json: dict[str, Any] | None = None) -> Any:
+DASHBOARD = {"FUNCHOST_DASHBOARD": "true"}  # the child's mode (--child-dashboard)
+
+
+def _harness(tmp: str, host_json: dict[str, Any] | None = None, settings: dict[str, str] | None = None) -> Any:
     from funchost.clock import SystemClock
     from funchost.testing import HostHarness, write_app
 
     write_app(Path(tmp) / "app", APP, host_json=host_json)
-    return HostHarness(Path(tmp) / "app", data_dir=Path(tmp) / "data", clock=SystemClock())
+    return HostHarness(Path(tmp) / "app", data_dir=Path(tmp) / "data", clock=SystemClock(),
+                       settings={**DASHBOARD, **(settings or {})})
 
 
-async def executor(calls: int, host_json: dict[str, Any]) -> float:
+@contextmanager
+def otlp_sink() -> Iterator[str]:
+    """An OTLP/HTTP endpoint that reads and accepts every export (what a collector costs us)."""
+
+    class Accept(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Accept)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def executor(calls: int, host_json: dict[str, Any], settings: dict[str, str] | None = None) -> float:
     from azure.functions.meta import Datum
 
     from funchost.invocation.contracts import InvocationRequest
 
     with tempfile.TemporaryDirectory() as tmp:
-        async with _harness(tmp, host_json) as host:
+        async with _harness(tmp, host_json, settings) as host:
             function = host.runtime.functions["on_message"]
             invoker = host.runtime.invoker
 
@@ -110,13 +151,14 @@ async def executor(calls: int, host_json: dict[str, Any]) -> float:
             return await cpu_per_call(call, calls)
 
 
-async def http(calls: int, path: str, logged: bool = False) -> float:
+async def http(calls: int, path: str, logged: bool = False, host_json: dict[str, Any] | None = None,
+               settings: dict[str, str] | None = None) -> float:
     from funchost import logs
     from funchost.triggers.http.keys import KeyStore
     from funchost.triggers.http.server import create_asgi_app
 
     with tempfile.TemporaryDirectory() as tmp:
-        async with _harness(tmp) as host:
+        async with _harness(tmp, host_json, settings) as host:
             if logged:  # the console lines, as `funchost start` writes them, into a buffer
                 sys.stdout, real = io.StringIO(), sys.stdout
                 logs.configure("text")
@@ -197,14 +239,22 @@ async def scenario(name: str, calls: int) -> float:
         "queue-def": lambda: queue(calls // 4, "on_message_def"),
         "queue-message": lambda: queue(calls // 2, "on_queue_message"),
     }
+    if name.endswith("-otel"):
+        with otlp_sink() as endpoint:
+            settings = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_BSP_SCHEDULE_DELAY": "200"}
+            otel = {**no_timeout, "telemetryMode": "OpenTelemetry"}
+            if name == "executor-async-otel":
+                return await executor(calls, otel, settings)
+            return await http(calls // 4, "/api/async", host_json=otel, settings=settings)
     return await runs[name]()
 
 
-def run_child(name: str, calls: int, src: Path | None) -> float:
+def run_child(name: str, calls: int, src: Path | None, dashboard: bool = True) -> float:
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src / "src"), env.get("PYTHONPATH")]))
-    out = subprocess.run([sys.executable, __file__, "--child", name, "--calls", str(calls)], env=env,
+    out = subprocess.run([sys.executable, __file__, "--child", name, "--calls", str(calls),
+                          "--child-dashboard", "true" if dashboard else "false"], env=env,
                          capture_output=True, text=True, check=True).stdout
     return float(out.strip().splitlines()[-1])
 
@@ -220,12 +270,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", default=None, help="comma-separated scenario names")
     parser.add_argument("--baseline-src", type=Path, help="a funchost source tree to measure as 'baseline'")
+    parser.add_argument("--dashboard", choices=("on", "off", "both"), default="on",
+                        help="measure with the dashboard's invocation history on (default), off, or both")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where to write the JSON results")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--child-dashboard", default="true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
+        DASHBOARD["FUNCHOST_DASHBOARD"] = args.child_dashboard
         print(asyncio.run(scenario(args.child, args.calls)))
         return
-    names = args.only.split(",") if args.only else list(SCENARIOS)
+    scenario_names = args.only.split(",") if args.only else list(SCENARIOS)
+    modes = {"on": (True,), "off": (False,), "both": (True, False)}[args.dashboard]
+    names = [name + ("" if dashboard else "/no-dashboard") for name in scenario_names for dashboard in modes]
     trees: dict[str, Path | None] = {"current": None}
     if args.baseline_src is not None:
         trees["baseline"] = args.baseline_src.resolve()
@@ -233,11 +290,12 @@ def main() -> None:
     for round_index in range(args.rounds):
         for name in names:
             order = list(trees.items()) if round_index % 2 == 0 else list(reversed(trees.items()))
+            scenario_name, _, off = name.partition("/")
             for tree, src in order:
-                figures[tree][name].append(run_child(name, args.calls, src))
+                figures[tree][name].append(run_child(scenario_name, args.calls, src, dashboard=not off))
     report: dict[str, Any] = {
         "environment": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
-        "parameters": {"calls": args.calls, "rounds": args.rounds,
+        "parameters": {"calls": args.calls, "rounds": args.rounds, "dashboard": args.dashboard,
                        "baseline_src": str(args.baseline_src) if args.baseline_src else None},
         "scenarios": {name: summary(figures["current"][name]) for name in names},
     }
@@ -252,9 +310,10 @@ def main() -> None:
             base = report["baseline"][name]["median_us"]
             line += f"   {base:15.2f}  {row['median_us'] / base:5.2f}"
         print(line)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(f"written to {RESULTS.relative_to(Path.cwd()) if RESULTS.is_relative_to(Path.cwd()) else RESULTS}")
+    results = args.results.resolve()
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"written to {results.relative_to(Path.cwd()) if results.is_relative_to(Path.cwd()) else results}")
 
 
 if __name__ == "__main__":

@@ -121,6 +121,14 @@ async def blob_created_bridge(event: func.EventGridEvent) -> None:
     await bridge.on_event(event, pipeline.get())
 
 
+# The same bridge as a blob trigger with the Event Grid source: both run for each upload, and
+# whichever comes second finds the job of that blob version already accepted.
+@app.blob_trigger(arg_name="blob", path="imports/{name}", connection=STORAGE_CONNECTION,
+                  source=func.BlobSource.EVENT_GRID)
+async def blob_trigger_bridge(blob: func.InputStream) -> None:
+    await bridge.on_blob(blob, pipeline.get())
+
+
 # -- the downstream ledger (a stand-in for the external system) -------------------------------------
 
 @app.route(route="ledger/entries", methods=["POST"], auth_level=func.AuthLevel.FUNCTION)

@@ -65,7 +65,8 @@ class HostConfig:
     settings_override: Mapping[str, str] = field(default_factory=dict)
     apply_environment: bool = True  # export local.settings.json Values into os.environ
     faults: FaultInjector | None = None
-    # An inherited listening socket to serve instead of binding `bind`:`port` (worker processes).
+    # An inherited listening socket to serve instead of binding `bind`:`port` (worker processes;
+    # `--reload` keeps one across host restarts). The host serves a duplicate and never closes it.
     listen_fd: int | None = None
 
 

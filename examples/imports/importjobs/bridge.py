@@ -1,5 +1,8 @@
 """Event Grid bridge: BlobCreated -> OCR job (Job + Outbox in one transaction), and nothing heavy.
 
+Two ways in, one job per blob version: the Event Grid trigger on BlobCreated (`on_event`) and the
+blob trigger with the Event Grid source (`on_blob`).
+
 1. Only `Microsoft.Storage.BlobCreated`; other types are logged and ignored.
 2. The URL is parsed into account / container / blob (public and path-style local endpoints);
    unparseable: the `invalid-events` queue.
@@ -47,7 +50,28 @@ async def on_event(event: func.EventGridEvent, pipeline: Pipeline) -> str:
     if etag is None and version is None:
         await _invalid(pipeline, event, "no eTag and no versionId", account, container, name)
         return "invalid"
-    blob = BlobReference(account, container, name, etag, version)
+    return await _accept(pipeline, BlobReference(account, container, name, etag, version), event.id, ids)
+
+
+async def on_blob(blob: func.InputStream, pipeline: Pipeline) -> str:
+    """The same intake from the blob trigger (Event Grid source): the blob's URI and properties
+    name the version, so the job id is the one the BlobCreated event path computes, and the two
+    paths (or a redelivery of either) make one job."""
+    ids = {"Source": "blobTrigger"}
+    properties = blob.blob_properties or {}
+    parsed = parse_blob_url(str(blob.uri or ""))
+    etag = _text(str(properties.get("ETag") or "").strip('"'))
+    version = _text(properties.get("VersionId"))
+    if parsed is None or (etag is None and version is None):
+        log_event(log, logging.WARNING, "Blob trigger without a usable URI or version", **ids,
+                  BlobTrigger=loggable(str(blob.name)))
+        return "invalid"
+    account, container, name = parsed
+    return await _accept(pipeline, BlobReference(account, container, name, etag, version), None, ids)
+
+
+async def _accept(pipeline: Pipeline, blob: BlobReference, event_id: str | None, ids: dict[str, Any]) -> str:
+    account, container, name = blob.storage_account, blob.container_name, blob.blob_name
     tenant = name.split("/", 1)[0] if "/" in name else ""
     violation = pipeline.policy.check(blob, tenant)
     if violation is not None:
@@ -55,11 +79,11 @@ async def on_event(event: func.EventGridEvent, pipeline: Pipeline) -> str:
         log_event(log, logging.WARNING, "Blob reference is not allowed", **ids, StorageAccount=loggable(account),
                   ContainerName=loggable(container), BlobName=loggable(name), Violation=violation.value)
         return "not_allowed"
-    job_id = blob_job_id(blob, event.event_type)
+    job_id = blob_job_id(blob, BLOB_CREATED)
     message = JobMessage(job_id, tenant, EVENT_USER, blob, pipeline.now().isoformat().replace("+00:00", "Z"),
-                         event_id=event.id)
+                         event_id=event_id)
     job = NewJob(job_id=job_id, tenant_id=tenant, requested_by=EVENT_USER, endpoint=EVENT_ENDPOINT, blob=blob,
-                 event_id=event.id)
+                 event_id=event_id)
     decision = await pipeline.db(pipeline.store.intake.accept, job,
                                  OutboxMessage(OCR_QUEUE, message.to_json(), pipeline.settings.storage_connection))
     duplicate = decision.kind.value != "Accepted"

@@ -8,7 +8,9 @@ as null, which the library turns into ``None``. As on Azure, the worker gives a 
 
 Output: the library's `BlobConverter` has encoded the value (``string`` or ``bytes``); it is
 uploaded with overwrite, creating the container when it is missing, as the extension does.
-The blob trigger itself is not emulated (use Event Grid's BlobCreated instead).
+A parameter typed with an SDK type of ``azurefunctions-extensions-bindings-blob`` (`BlobClient`,
+`ContainerClient`, `StorageStreamDownloader`) gets model binding data naming the blob (a container
+alone for a `ContainerClient`) instead of its content (`funchost.invocation.deferred`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from funchost.errors import (
     UnsupportedBindingError,
 )
 from funchost.indexing.spec import BindingSpec, FunctionSpec
+from funchost.invocation import deferred
 from funchost.invocation.contracts import InvocationRequest
 from funchost.runtime.contracts import BindingSupport, Runtime
 from funchost.storage.blob_rules import check_blob_name, check_container_name
@@ -45,11 +48,14 @@ def split_path(path: str) -> tuple[str, str]:
     return container, blob
 
 
-def resolve_path(binding: BindingSpec, request: InvocationRequest, runtime: Runtime) -> tuple[str, str]:
-    template = str(binding.get("path") or "")
+def _resolve(binding: BindingSpec, request: InvocationRequest, runtime: Runtime) -> str:
     resolver = ExpressionResolver(request.binding_data, now=runtime.clock.now(),
                                   method_name=request.function.name)
-    container, blob = split_path(resolver.resolve(template))
+    return resolver.resolve(str(binding.get("path") or ""))
+
+
+def resolve_path(binding: BindingSpec, request: InvocationRequest, runtime: Runtime) -> tuple[str, str]:
+    container, blob = split_path(_resolve(binding, request, runtime))
     check_container_name(container)
     check_blob_name(blob)
     return container, blob
@@ -98,8 +104,9 @@ class BlobBindingSupport:
         path = str(binding.get("path") or "")
         try:
             tokens = parse(path)
-            if not any(t.name for t in tokens):
-                split_path(path)  # a literal path must be container/blob
+            container_only = "/" not in path and deferred.is_deferred(function, binding.name)
+            if not any(t.name for t in tokens) and not container_only:
+                split_path(path)  # a literal path must be container/blob (a ContainerClient: container)
             first = tokens[0].literal if tokens and tokens[0].literal is not None else ""
             if "/" in first:
                 check_container_name(first.partition("/")[0])
@@ -108,6 +115,12 @@ class BlobBindingSupport:
             raise AppLoadError(f"blob binding '{binding.name}': {exc}", line=line, **where) from None
 
     async def read(self, binding: BindingSpec, request: InvocationRequest, runtime: Runtime) -> Datum:
+        if deferred.is_deferred(request.function, binding.name):  # an SDK type: where, not what
+            from funchost.bindings.blob_sdk_reach import warn_if_unreachable
+
+            warn_if_unreachable(request.function, runtime)
+            container, _, blob_name = _resolve(binding, request, runtime).partition("/")
+            return deferred.blob_binding_data(binding.get("connection"), container, blob_name or None)
         container, name = resolve_path(binding, request, runtime)
         service = runtime.storage.blobs(binding.get("connection"))
         try:

@@ -1,8 +1,7 @@
 """host.json ``extensions.blobs`` (Microsoft.Azure.WebJobs.Extensions.Storage.Blobs v5).
 
-Both settings configure the blob *trigger*, which funchost does not emulate (blob-triggered
-work runs through Event Grid's BlobCreated events instead); they are accepted and validated so a
-host.json written for Azure loads unchanged, and typos are still reported.
+Both settings configure the blob trigger (`funchost.triggers.blob.options` derives its internal
+queue's batch size, threshold and poison count from them); typos are reported.
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from funchost.cli.common import Progress, StorageContext, add_storage_options, open_storage, report_errors
-from funchost.errors import QueueNotFound
 from funchost.storage.queues import QueueService
 from funchost.triggers.queue.messages import POISON_SUFFIX, UndecodableMessage, decode_text, encode_body
+from funchost.triggers.queue.redrive import poison_count, redrive
 
 ENCODINGS = ("base64", "none")
 
@@ -168,26 +168,13 @@ def _clear(args: argparse.Namespace) -> int:
 def _redrive(args: argparse.Namespace) -> int:
     async def action(ctx: StorageContext, service: QueueService) -> int:
         source = args.queue + POISON_SUFFIX
-        try:
-            total = (await service.get_queue_properties(source)).approximate_message_count
-        except QueueNotFound:
+        total = await poison_count(service, args.queue)
+        if total is None:
             print(f"no poison queue '{source}'")
             return 0
-        if args.max is not None:
-            total = min(total, args.max)
-        await service.create_queue(args.queue)
-        progress = Progress(total, f"redriving {source} -> {args.queue}")
-        moved = 0
-        while args.max is None or moved < args.max:
-            want = 32 if args.max is None else min(32, args.max - moved)
-            batch = await service.get_messages(source, max_messages=want, visibility_timeout=60)
-            if not batch:
-                break
-            # Same text (already encoded), a fresh message; then remove it from the poison queue.
-            await asyncio.gather(*(service.put_message(args.queue, m.content) for m in batch))
-            await asyncio.gather(*(service.delete_message(source, m.id, m.pop_receipt or "") for m in batch))
-            moved += len(batch)
-            progress.advance(len(batch))
+        progress = Progress(total if args.max is None else min(total, args.max),
+                            f"redriving {source} -> {args.queue}")
+        moved = await redrive(service, args.queue, args.max, progress.advance)
         progress.finish()
         print(f"moved {moved} message(s) from '{source}' to '{args.queue}'")
         return 0

@@ -25,6 +25,7 @@ from funchost.servicebus.namespaces import (
     open_namespace,
     resolve_connection,
 )
+from funchost.servicebus.redrive import redrive
 from funchost.settings.app_settings import AppSettings
 from funchost.settings.exported import exported_settings
 from funchost.settings.local_settings import load_local_settings
@@ -220,32 +221,8 @@ def _dlq(args: argparse.Namespace) -> int:
     return _run(args, _dlq_action)
 
 
-def _redrive_target(path: str) -> str:
-    parts = path.split("/")
-    return parts[0] if len(parts) == 3 and parts[1].lower() == "subscriptions" else path
-
-
 async def _redrive_action(args: argparse.Namespace, namespace: ServiceBusNamespace) -> int:
-    name, _ = split_dead_letter(args.path)
-    source = f"{name}/$deadletterqueue"
-    target = args.to or _redrive_target(name)
-    broker = namespace.broker
-    moved = 0
-    while args.max is None or moved < args.max:
-        want = 100 if args.max is None else min(100, args.max - moved)
-        batch = await broker.receive(source, want)
-        if not batch:
-            break
-        copies = [OutgoingMessage(m.body, message_id=m.message_id, content_type=m.content_type,
-                                  correlation_id=m.correlation_id, subject=m.subject, to=m.to, reply_to=m.reply_to,
-                                  reply_to_session_id=m.reply_to_session_id, session_id=m.session_id,
-                                  partition_key=m.partition_key,
-                                  application_properties={k: v for k, v in m.application_properties.items()
-                                                          if k not in ("DeadLetterReason", "DeadLetterErrorDescription")})
-                  for m in batch]
-        await broker.send(target, copies)  # sent before removed: a crash in between duplicates, never loses
-        await asyncio.gather(*(broker.complete(source, m.lock_token or "") for m in batch))
-        moved += len(batch)
+    source, target, moved = await redrive(namespace.broker, args.path, args.to, args.max)
     _emit(args, {"from": source, "to": target, "moved": moved}, f"moved {moved} message(s) from '{source}' to '{target}'")
     return 0
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from funchost import __version__, logs
 from funchost.cli import supervisor
 from funchost.cli.storage import add_endpoint_arguments, endpoint_arguments, endpoint_settings
+from funchost.dashboard.service import DashboardService
 from funchost.errors import FunchostError
 from funchost.host import DEFAULT_PORT, Host, HostConfig
 from funchost.settings.local_settings import load_local_settings
@@ -32,6 +33,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--output", choices=("text", "json"), default="text",
                         help="console output: text as Core Tools prints it, or NDJSON events")
     add_endpoint_arguments(parser)
+    parser.add_argument("--no-dashboard", action="store_true",
+                        help="do not serve the dashboard at /_funchost/ nor record the invocation history")
+    parser.add_argument("--reload", action="store_true",
+                        help="restart the app when its .py files, host.json or local.settings.json change")
+    parser.add_argument("--debug", metavar="[HOST:]PORT", default=None,
+                        help="run the functions under debugpy listening there (default host 127.0.0.1)")
+    parser.add_argument("--debug-wait", action="store_true",
+                        help="wait for a debugger to attach before loading the app (port 5678 without --debug)")
     parser.set_defaults(handler=run)
 
 
@@ -43,13 +52,28 @@ def run(args: argparse.Namespace) -> int:
             count = _worker_process_count(Path(args.app_dir))
         except FunchostError as exc:
             return _fail(exc, output)
-        if count > 1:
+        if count > 1 and not (args.reload or args.debug is not None or args.debug_wait):
             return _supervise(args, count)
+        if count > 1:  # one process to reload and to debug: docs/dev-loop.md
+            logs.print_line(f"{supervisor.SETTING}={count} is not used with --reload or --debug: "
+                            "one process runs the functions.", output=output, event="HostSingleProcess")
     logs.configure(output)
     config = HostConfig(app_dir=Path(args.app_dir), data_dir=Path(args.data) if args.data else None,
                         storage=args.storage, port=args.port, bind=args.bind,
-                        settings_override=endpoint_settings(args, Path(args.app_dir)),
+                        settings_override={**endpoint_settings(args, Path(args.app_dir)),
+                                           **({"FUNCHOST_DASHBOARD": "false"} if args.no_dashboard else {})},
                         listen_fd=supervisor.inherited_listen_fd())
+    if args.debug is not None or args.debug_wait:  # docs/dev-loop.md
+        from funchost.devloop.debugger import start_debugger
+
+        try:
+            start_debugger(args.debug, wait=args.debug_wait, output=output)
+        except FunchostError as exc:
+            return _fail(exc, output)
+    if args.reload:
+        from funchost.devloop.reload import run_reloading
+
+        return run_reloading(config, output, started)
     host = Host(config)
     try:
         runtime = host.load()
@@ -81,6 +105,8 @@ def _supervise(args: argparse.Namespace, count: int) -> int:
     if args.data:
         argv += ["--data", str(args.data)]
     argv += endpoint_arguments(args)
+    if args.no_dashboard:
+        argv += ["--no-dashboard"]
     try:
         return supervisor.Supervisor(argv, count, args.bind, port, args.output).run()
     except OSError as exc:
@@ -180,6 +206,10 @@ def _banner(host: Host, output: str, started: float) -> None:
     if host.keys is not None:
         for line in host.keys.describe():
             logs.print_line(line, output=output, event="HostKey")
+    dashboard = runtime.services.find(DashboardService)
+    if dashboard is not None:
+        logs.print_line(f"Dashboard: {dashboard.url()} (open it once with ?code=<master key>)", output=output,
+                        event="HostDashboard", url=dashboard.url())
     logs.print_line(f"Host started ({elapsed}ms). Listening on http://{host.config.bind}:{host.port}. "
                     "Press Ctrl+C to stop.", output=output, event="HostStarted", port=host.port,
                     startupMs=elapsed)

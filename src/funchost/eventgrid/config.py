@@ -126,19 +126,32 @@ def delivery_schema(sub: SubscriptionConfig, topic: TopicConfig) -> str:
 # --- loading -------------------------------------------------------------------------------------
 
 
-def load_config(app_dir: Path, eventgrid_functions: Iterable[str]) -> EventGridConfig:
-    """eventgrid.json when present, else the defaults subscribed by `eventgrid_functions`."""
+@dataclass(frozen=True)
+class BlobEventFunction:
+    """A blob trigger with the Event Grid source: what its default subscription needs."""
+
+    name: str
+    container: str
+    connection: str | None = None
+
+
+def load_config(app_dir: Path, eventgrid_functions: Iterable[str],
+                blob_functions: Iterable[BlobEventFunction] = ()) -> EventGridConfig:
+    """eventgrid.json when present, else the defaults subscribed by `eventgrid_functions` (and the
+    blob triggers with the Event Grid source: a function destination may name those too)."""
     path = Path(app_dir) / FILE_NAME
+    blob_functions = tuple(blob_functions)
     if not path.exists():
-        return default_config(eventgrid_functions)
+        return default_config(eventgrid_functions, blob_functions)
     try:
         raw = json.loads(path.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", path=FILE_NAME) from exc
-    return parse_config(raw, known_functions=set(eventgrid_functions))
+    return parse_config(raw, known_functions={*eventgrid_functions, *(f.name for f in blob_functions)})
 
 
-def default_config(eventgrid_functions: Iterable[str]) -> EventGridConfig:
+def default_config(eventgrid_functions: Iterable[str],
+                   blob_functions: Iterable[BlobEventFunction] = ()) -> EventGridConfig:
     topics = {
         DEFAULT_TOPIC: TopicConfig(DEFAULT_TOPIC),
         DEFAULT_CLOUDEVENTS_TOPIC: TopicConfig(DEFAULT_CLOUDEVENTS_TOPIC, input_schema=SCHEMA_CLOUDEVENTS),
@@ -149,7 +162,23 @@ def default_config(eventgrid_functions: Iterable[str]) -> EventGridConfig:
         for fn in sorted(eventgrid_functions)
         for topic in topics
     ]
+    for blob_fn in sorted(blob_functions, key=lambda f: f.name):
+        subs.append(_blob_subscription(blob_fn, topics))
     return EventGridConfig(topics, tuple(subs))
+
+
+def _blob_subscription(function: BlobEventFunction, topics: dict[str, TopicConfig]) -> SubscriptionConfig:
+    """What the portal's tutorial sets up (blob-trigger spec 7.6): the account's system topic,
+    BlobCreated only, filtered to the trigger's container (the extension does not filter)."""
+    connection = (function.connection or "").strip()
+    topic = DEFAULT_STORAGE_TOPIC
+    if connection and connection.lower() != "azurewebjobsstorage":
+        topic = "storage-" + re.sub(r"[^A-Za-z0-9-]", "-", connection)[:55]
+        topics.setdefault(topic, TopicConfig(topic, kind="storage", connection=connection))
+    flt = SubscriptionFilter(included_event_types=("Microsoft.Storage.BlobCreated",),
+                             subject_begins_with=f"/blobServices/default/containers/{function.container}/")
+    return SubscriptionConfig(f"blobs-{function.name}", topic, Destination("function", function_name=function.name),
+                              flt)
 
 
 def parse_config(raw: Any, *, known_functions: set[str] | None = None) -> EventGridConfig:

@@ -17,7 +17,7 @@ from funchost.clock import Clock, SystemClock
 from funchost.eventgrid import SCHEMA_EVENTGRID
 from funchost.eventgrid.auth import KeyRing, TopicKeys
 from funchost.eventgrid.blobevents import BlobEventWatcher
-from funchost.eventgrid.config import EventGridConfig, TopicConfig, load_config
+from funchost.eventgrid.config import BlobEventFunction, EventGridConfig, TopicConfig, load_config
 from funchost.eventgrid.deadletter import DeadLetterWriter
 from funchost.eventgrid.delivery import DeliveryEngine
 from funchost.eventgrid.destinations import FunctionSender, QueueSender, WebhookSender
@@ -42,6 +42,16 @@ def eventgrid_functions(runtime: Runtime) -> list[str]:
     return [f.name for f in runtime.functions.values() if f.trigger_type == "eventGridTrigger"]
 
 
+def blob_event_functions(runtime: Runtime) -> list[BlobEventFunction]:
+    """Blob triggers with the Event Grid source: subscribed to their account's storage topic."""
+    found = []
+    for f in runtime.functions.values():
+        if f.trigger_type == "blobTrigger" and str(f.trigger.get("source") or "").strip().lower() == "eventgrid":
+            found.append(BlobEventFunction(f.name, str(f.trigger.get("path") or "").partition("/")[0],
+                                           f.trigger.get("connection")))
+    return found
+
+
 def uses_event_grid(runtime: Runtime, config: EventGridConfig) -> bool:
     """An Event Grid function or output binding, or an eventgrid.json: then the topic endpoints
     are worth a line at start; otherwise the default topics exist quietly (debug level)."""
@@ -60,9 +70,10 @@ class EventGridService:
         self.clock: Clock = runtime.clock
         real_time = isinstance(runtime.clock, SystemClock)
         self._webhooks = WebhookSender(store, runtime.clock)
+        self.function_sender = FunctionSender(runtime.invoker, runtime.functions.get, runtime.clock)
         self.engine = DeliveryEngine(
             store, config,
-            {"function": FunctionSender(runtime.invoker, runtime.functions.get, runtime.clock),
+            {"function": self.function_sender,
              "webhook": self._webhooks,
              "storageQueue": QueueSender(runtime.storage.queues, runtime.faults)},
             runtime.clock,
@@ -163,7 +174,7 @@ class EventGridService:
 
 
 async def start(runtime: Runtime) -> EventGridService:
-    config = load_config(runtime.app_dir, eventgrid_functions(runtime))
+    config = load_config(runtime.app_dir, eventgrid_functions(runtime), blob_event_functions(runtime))
     keys = KeyRing(runtime.data_dir / "eventgrid").ensure([t.name for t in config.topics.values()
                                                           if t.kind == "custom"])
     service = EventGridService(runtime, config, runtime.storage.eventgrid_store(), keys)

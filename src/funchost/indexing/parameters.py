@@ -15,6 +15,7 @@ import azure.functions as func
 from azure.functions import get_binding_registry
 
 from funchost.indexing.spec import EMPTY, BindingSpec, ParameterSpec
+from funchost.invocation import deferred
 
 RETURN = "$return"
 _registry = get_binding_registry()  # type: ignore[no-untyped-call]
@@ -137,7 +138,8 @@ def _check_parameter(name: str, annotation: Any, binding: BindingSpec) -> Parame
             f'binding {name} is a declared to have the "in" direction, but its annotation in Python '
             "is a subclass of azure.functions.Out"
         )
-    conv = converter(binding.type)
+    sdk = None if is_out else deferred.sdk_converter(binding.type, annotation)
+    conv = sdk or converter(binding.type)  # SDK types are checked by their package's converter
     checked = out_type if is_out else annotation
     if conv is not None and inspect.isclass(checked) and not _uses_generic(binding, checked):
         ok = conv.check_output_type_annotation(checked) if is_out else conv.check_input_type_annotation(checked)

@@ -19,6 +19,7 @@ from azure.functions.meta import Datum
 from funchost.errors import InvocationError
 from funchost.indexing.parameters import _uses_generic, converter
 from funchost.indexing.spec import EMPTY, BindingSpec, ParameterSpec
+from funchost.invocation import deferred
 from funchost.invocation.http_response import encode_response
 from funchost.invocation.native import NativeDatum
 
@@ -33,6 +34,10 @@ def generic_decode(datum: Datum | None) -> Any:
     raise InvocationError(f"unsupported data type {datum.type!r} for a generic binding")
 
 
+# A Datum whose value a trigger has already built as the user's object (a blob trigger's
+# `func.InputStream` reading from a spooled download): handed over as it is.
+PREPARED = "funchost-prepared"
+
 Decoder = Callable[[Datum | None, Mapping[str, Datum] | None], Any]
 Encoder = Callable[[Any], Datum | None]
 
@@ -42,6 +47,9 @@ def decoder_for(param: ParameterSpec) -> Decoder:
     binding = param.binding
     assert binding is not None
     annotation = None if param.annotation is EMPTY else param.annotation
+    sdk = deferred.sdk_converter(binding.type, annotation)
+    if sdk is not None:
+        return _sdk_decoder(sdk, annotation)
     conv = converter(binding.type)
     if conv is None or (annotation is not None and _uses_generic(binding, annotation)):
         if annotation is bytes:
@@ -54,11 +62,31 @@ def decoder_for(param: ParameterSpec) -> Decoder:
     def library(datum: Datum | None, metadata: Mapping[str, Datum] | None) -> Any:
         if datum is None:
             return None
+        if datum.type == PREPARED:
+            return datum.value
         if isinstance(datum, NativeDatum) and datum.converter is conv:
             return datum.decode()  # the same object, built from the trigger's own data
         return decode_with(datum, trigger_metadata=metadata)
 
     return library
+
+
+def _sdk_decoder(conv: Any, annotation: Any) -> Decoder:
+    """The worker's deferred_bindings_decode: the package's converter, told the annotation."""
+    decode_with = conv.decode
+
+    def sdk(datum: Datum | None, metadata: Mapping[str, Datum] | None) -> Any:
+        if datum is None:
+            return None
+        return decode_with(datum, trigger_metadata=metadata, pytype=annotation)
+
+    sdk.blocking = True  # type: ignore[attr-defined]  # network I/O at bind time: run off the event loop
+    return sdk
+
+
+def is_blocking(decode: Decoder) -> bool:
+    """A decoder that may wait on the network (an SDK type's), so the executor runs it in a thread."""
+    return bool(getattr(decode, "blocking", False))
 
 
 def _generic(datum: Datum | None, metadata: Mapping[str, Datum] | None) -> Any:

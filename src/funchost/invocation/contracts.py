@@ -43,6 +43,7 @@ class InvocationRequest:
     reason: str = ""
     invocation_id: str = field(default_factory=new_invocation_id)
     trace_parent: str | None = None
+    trace_state: str | None = None  # W3C tracestate going with trace_parent
     # Trigger-specific details logged with the invocation (MessageId, DequeueCount, ...).
     details: Mapping[str, Any] = field(default_factory=dict)
 

@@ -21,6 +21,7 @@ from azure.functions.meta import Datum
 
 from funchost.errors import InvocationError
 from funchost.indexing.spec import FunctionSpec
+from funchost.invocation.arguments import is_blocking
 from funchost.invocation.context import (
     InvocationContext,
     InvocationInfo,
@@ -74,8 +75,9 @@ class Executor:
         self._stopping = asyncio.Event()
         self._retry = RetryPolicy(runtime.clock, self._stopping, rng)
         timeout = runtime.options.function_timeout
-        if middleware is None:
-            middleware = [factory(runtime) for factory in registry.middleware_factories()]
+        if middleware is None:  # a factory returns None when its feature is off: no piece at all
+            middleware = [piece for piece in (factory(runtime) for factory in registry.middleware_factories())
+                          if piece is not None]
         self._attempt: list[Middleware] = [
             log_invocation,
             *middleware,
@@ -157,15 +159,20 @@ class Executor:
         metadata = request.trigger_metadata
         for name, kind, decode in plan.steps:
             if kind is TRIGGER:
-                kwargs[name] = decode(request.trigger_value, metadata)
+                if is_blocking(decode):  # an SDK type may download at bind time: not on the loop
+                    with activity.busy():
+                        kwargs[name] = await asyncio.to_thread(decode, request.trigger_value, metadata)
+                else:
+                    kwargs[name] = decode(request.trigger_value, metadata)
             elif kind is OUT:
                 kwargs[name] = outs[name]
             elif kind is INPUT:
                 binding, support = plan.inputs[name]
                 with activity.busy():
                     datum = await support.read(binding, request, self.runtime)
-                # The worker passes trigger metadata to the trigger parameter only.
-                kwargs[name] = decode(datum, None)
+                    # The worker passes trigger metadata to the trigger parameter only.
+                    kwargs[name] = await asyncio.to_thread(decode, datum, None) if is_blocking(decode) \
+                        else decode(datum, None)
             else:
                 kwargs[name] = _context(request, invocation.retry_context)
         return outs
@@ -221,7 +228,7 @@ class Executor:
 def _context(request: InvocationRequest, retry_context: RetryContext | None) -> InvocationContext:
     function = request.function
     return InvocationContext(request.invocation_id, function.name, function.directory,
-                             TraceContext(request.trace_parent or "", "", {}), retry_context)
+                             TraceContext(request.trace_parent or "", request.trace_state or "", {}), retry_context)
 
 
 def _run_sync(func: Any, kwargs: dict[str, Any]) -> Any:

@@ -49,7 +49,8 @@ class InvocationPlan:
         self.steps = tuple(steps)
         self.out_names = tuple(out_names)
         self.out_encoders = tuple(out_encoders)
-        self.has_inputs = bool(self.inputs)
+        # Input bindings to read, or SDK-type parameters to bind off the loop: the awaiting path.
+        self.has_inputs = bool(self.inputs) or any(arguments.is_blocking(step[2]) for step in steps)
         returned = function.return_binding
         self.return_name = returned.name if returned is not None else ""
         self.return_encoder = (arguments.return_encoder_for(returned, function.return_annotation)

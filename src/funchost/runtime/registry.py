@@ -3,7 +3,8 @@
 Triggers and bindings are keyed by the library's type strings; each module exposes ``SUPPORT``
 (a `TriggerSupport` / `BindingSupport`). Host-wide services are modules exposing ``start``
 (a `HostServiceStart`), started with every host. Invocation pieces (tracing, metrics, ...) are
-modules exposing ``middleware(runtime)`` returning a `Middleware` the executor adds to its chain.
+modules exposing ``middleware(runtime)`` returning a `Middleware` the executor adds to its chain
+(or None when the feature is off for this host: nothing is added).
 Adding one is a new module and ONE line here.
 
 Modules are imported lazily, so an app only pays for what it uses, and a type whose module is
@@ -28,6 +29,7 @@ TRIGGER_MODULES: dict[str, str] = {
     "cosmosDBTrigger": "funchost.triggers.changefeed",
     "eventHubTrigger": "funchost.triggers.eventhub",
     "serviceBusTrigger": "funchost.triggers.servicebus",
+    "blobTrigger": "funchost.triggers.blob",
     "orchestrationTrigger": "funchost.triggers.durable.orchestration",
     "activityTrigger": "funchost.triggers.durable.activity",
     "entityTrigger": "funchost.triggers.durable.entity",
@@ -50,10 +52,15 @@ HOST_SERVICE_MODULES: tuple[str, ...] = (
     "funchost.eventgrid.service",
     "funchost.storage_endpoints.service",
     "funchost.durable.service",
+    "funchost.dashboard.service",
+    "funchost.telemetry.service",
 )
 
 # Pieces added to every invocation, inside the Executing/Executed lines and around binding.
-MIDDLEWARE_MODULES: tuple[str, ...] = ()
+MIDDLEWARE_MODULES: tuple[str, ...] = (
+    "funchost.telemetry.middleware",
+    "funchost.dashboard.recorder",  # the invocation history (docs/dashboard.md)
+)
 
 
 def _module(module_name: str) -> ModuleType | None:
@@ -82,9 +89,9 @@ def host_service_starts() -> list[HostServiceStart]:
     return [cast(HostServiceStart, module.start) for module in found if module is not None]
 
 
-def middleware_factories() -> list[Callable[[Runtime], Middleware]]:
+def middleware_factories() -> list[Callable[[Runtime], Middleware | None]]:
     found = (_module(name) for name in MIDDLEWARE_MODULES)
-    return [cast(Callable[[Runtime], Middleware], module.middleware) for module in found if module is not None]
+    return [cast(Callable[[Runtime], Middleware | None], module.middleware) for module in found if module is not None]
 
 
 def require_trigger(trigger_type: str) -> TriggerSupport:

@@ -22,6 +22,8 @@ from typing import Any
 from funchost.errors import ConfigError
 from funchost.settings.sections import SectionReader
 from funchost.settings.timespan import parse_timespan
+from funchost.telemetry.mode import DEFAULT as DEFAULT_TELEMETRY_MODE
+from funchost.telemetry.mode import parse_telemetry_mode
 
 FILE_NAME = "host.json"
 log = logging.getLogger("funchost.config")
@@ -43,7 +45,7 @@ EXTENSION_PARSERS: dict[str, str] = {
 KNOWN_EXTENSIONS = {"kafka", "sql", "rabbitMQ", "sendGrid",
                     "mysql", "tables", "signalR", "webPubSub", "dapr", "mcp"}
 KNOWN_TOP_LEVEL = {"healthMonitor", "managedDependency", "watchDirectories",
-                   "watchFiles", "aggregator", "customHandler", "concurrency", "telemetryMode",
+                   "watchFiles", "aggregator", "customHandler", "concurrency",
                    "languageWorkers", "functions", "fileWatchingEnabled", "sendCanceledInvocationsToWorker"}
 KNOWN_LOGGING = {"fileLoggingMode", "console"}
 # Known and harmless to ignore locally (bundles: every extension is built in; no telemetry is
@@ -62,6 +64,7 @@ class HostOptions:
     extensions: dict[str, Any] = field(default_factory=dict)  # parsed option objects by section
     warnings: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict)
+    telemetry_mode: str = DEFAULT_TELEMETRY_MODE  # "None" | "ApplicationInsights" | "OpenTelemetry"
 
     def extension(self, name: str) -> Any:
         """The parsed options object of an implemented extension section (defaults if absent)."""
@@ -132,6 +135,8 @@ def parse_host_json(raw: Any) -> HostOptions:
         raise ConfigError("must be an object", path=f"{FILE_NAME}: retry")
     singleton = reader.raw("singleton") or {}
     extensions = _extensions(reader.section("extensions"), warnings)
+    telemetry_mode, telemetry_warning = parse_telemetry_mode(reader.raw("telemetryMode"))
+    warnings.extend([telemetry_warning] if telemetry_warning else [])
     _known_keys(reader, KNOWN_TOP_LEVEL, QUIET_TOP_LEVEL, "", warnings)
     unknown: list[str] = []
     reader.finish(tolerated=unknown)
@@ -140,7 +145,8 @@ def parse_host_json(raw: Any) -> HostOptions:
                         "as the Functions host ignores them")
     for message in warnings:
         log.warning(message)
-    return HostOptions(version, timeout, log_levels, retry, dict(singleton), extensions, tuple(warnings), dict(raw))
+    return HostOptions(version, timeout, log_levels, retry, dict(singleton), extensions, tuple(warnings), dict(raw),
+                       telemetry_mode=telemetry_mode)
 
 
 def _function_timeout(reader: SectionReader) -> float | None:

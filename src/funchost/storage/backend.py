@@ -31,6 +31,7 @@ from funchost.storage.documents import DocumentStore
 from funchost.storage.durable import TaskHub
 from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.eventhubs import EventHubBroker
+from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.queues import QueueService
 from funchost.storage.servicebus import ServiceBusBroker
 from funchost.storage.tables import TableService
@@ -80,6 +81,9 @@ class StorageBackend(Protocol):
     def task_hub(self, name: str, connection: str | None = None) -> TaskHub:
         """The Durable Functions task hub `name` (case-insensitive) of the connection's account, in
         the data folder (whatever the storage backend)."""
+
+    def invocation_history(self) -> InvocationHistoryStore:
+        """The dashboard's invocation history, kept in the data folder (whatever the backend)."""
 
     async def aclose(self) -> None: ...
 

@@ -32,6 +32,7 @@ from funchost.storage.durable import TaskHub
 from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.eventhubs import EventHubBroker
 from funchost.storage.faults import FaultInjectingQueueService
+from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.journal_urls import ServedJournal
 from funchost.storage.queues import QueueService
 from funchost.storage.servicebus import ServiceBusBroker
@@ -115,6 +116,9 @@ class HostStorage:
 
     def task_hub(self, name: str, connection: str | None = None) -> TaskHub:
         return self.backend.task_hub(name, connection)
+
+    def invocation_history(self) -> InvocationHistoryStore:
+        return self.backend.invocation_history()
 
     async def aclose(self) -> None:
         self._wrapped.clear()

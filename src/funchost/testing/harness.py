@@ -87,6 +87,9 @@ class HostHarness:
         self.data_dir = Path(data_dir)
         self.clock: Clock = clock or ManualClock()
         self.settings = dict(settings or {})
+        # The dashboard (and its invocation history) is `funchost start`'s; a test turns it on
+        # with settings={"FUNCHOST_DASHBOARD": "true"}.
+        self.settings.setdefault("FUNCHOST_DASHBOARD", "false")
         self.faults = faults or FaultInjector()
         self.host = Host(HostConfig(
             app_dir=self.app_dir, data_dir=self.data_dir, storage=storage, serve_http=False,
@@ -98,6 +101,7 @@ class HostHarness:
         self.queues: Any = None
         self.eventhubs: Any = None
         self.servicebus: Any = None
+        self.blobs: Any = None
         self.durable: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -113,6 +117,7 @@ class HostHarness:
         self.queues = _optional_tool("funchost.testing.queues", "QueueTools", self.runtime)
         self.eventhubs = _optional_tool("funchost.testing.eventhubs", "EventHubTools", self.runtime)
         self.servicebus = _optional_tool("funchost.testing.servicebus", "ServiceBusTools", self.runtime)
+        self.blobs = _optional_tool("funchost.testing.blobs", "BlobTools", self.runtime)
         self.durable = _optional_tool("funchost.testing.durable", "DurableTools", self.runtime)
         if self.durable is not None:
             self.durable.idle = self.wait_until_idle

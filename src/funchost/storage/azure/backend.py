@@ -29,6 +29,7 @@ from funchost.storage.documents import DocumentStore
 from funchost.storage.durable import TaskHub
 from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.eventhubs import EventHubBroker
+from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.servicebus import ServiceBusBroker
 
 
@@ -120,6 +121,9 @@ class AzureStorage:
 
     def task_hub(self, name: str, connection: str | None = None) -> TaskHub:
         return self._local_backend().task_hub(name, connection)
+
+    def invocation_history(self) -> InvocationHistoryStore:
+        return self._local_backend().invocation_history()
 
     async def aclose(self) -> None:
         with self._lock:

@@ -28,6 +28,7 @@ from funchost.storage.sqlite.documents import SqliteDocumentStore
 from funchost.storage.sqlite.durable import SqliteTaskHub
 from funchost.storage.sqlite.eventgrid import SqliteEventStore
 from funchost.storage.sqlite.eventhubs import SqliteEventHubBroker
+from funchost.storage.sqlite.invocations import SqliteInvocationHistory
 from funchost.storage.sqlite.queues import SqliteQueueService
 from funchost.storage.sqlite.servicebus import SqliteServiceBusBroker
 from funchost.storage.sqlite.tables import SqliteTableService
@@ -115,6 +116,10 @@ class EmbeddedStorage:
         account = self.connection(connection, "queue").account_name
         path = self.root / account / "durable" / f"{name.lower()}.sqlite"
         return self._service(f"durable:{name.lower()}", account, lambda: SqliteTaskHub(path, name))
+
+    def invocation_history(self) -> SqliteInvocationHistory:
+        """``<data>/dashboard/invocations.db``."""
+        return self._service("history", "", lambda: SqliteInvocationHistory(self.data_dir / "dashboard"))
 
     async def aclose(self) -> None:
         if self._account is not None:

@@ -179,6 +179,7 @@ class FunctionsApp:
             binding_data=data,
             reason=REASON,
             trace_parent=request.headers.get("traceparent"),
+            trace_state=request.headers.get("tracestate"),
             details={"Method": request.method, "Path": request.raw_path},
         )
         result = await self.runtime.invoker.invoke(invocation)

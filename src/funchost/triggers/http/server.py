@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import socket
 from typing import Any
 
@@ -46,8 +47,11 @@ class _Server(uvicorn.Server):
 class HttpServer:
     def __init__(self, runtime: Runtime, keys: KeyStore, host: str = "127.0.0.1", port: int = 7071,
                  listen_fd: int | None = None) -> None:
+        """`listen_fd`: a socket already listening (shared by worker processes, kept by `--reload`),
+        served through a duplicate: closing the server leaves it open, so connections wait in its
+        backlog for the next server."""
         self.runtime = runtime
-        self.listen_fd = listen_fd  # a listening socket shared by worker processes, served as is
+        self.listen_fd = listen_fd
         self.keys = keys
         self.host = host
         self.port = port
@@ -56,6 +60,11 @@ class HttpServer:
         self.board: ConnectionBoard | None = None
         self._server: uvicorn.Server | None = None
         self._main: asyncio.Task[Any] | None = None
+
+    @property
+    def stopping(self) -> bool:
+        """`stop()` has begun: long-lived responses (the dashboard's event streams) end now."""
+        return self._server is None and self._main is not None
 
     @property
     def base_url(self) -> str:
@@ -77,7 +86,7 @@ class HttpServer:
         server.lifespan = config.lifespan_class(config)
         sockets = None
         if self.listen_fd is not None:
-            sockets = [socket.socket(fileno=self.listen_fd)]
+            sockets = [socket.socket(fileno=os.dup(self.listen_fd))]
         try:
             await server.startup(sockets=sockets)
         except SystemExit as exc:  # uvicorn exits the process when it cannot bind

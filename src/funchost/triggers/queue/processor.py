@@ -73,11 +73,10 @@ class QueueProcessor:
             return
         hold = self.keeper.hold(held)
         try:
-            request = build_request(self.function, message, body, self.queue, self.runtime.clock.now())
-            result = await self.runtime.invoker.invoke(request)
+            succeeded = await self.execute(message, body)
         finally:
             await self.keeper.release(hold)
-        if result.succeeded:
+        if succeeded:
             await self._delete(held)
         elif self.poison_queue is None:
             # No poison queue: leave it invisible until its visibility lapses (no fast loop).
@@ -86,6 +85,13 @@ class QueueProcessor:
             await self._poison(held, body)
         else:
             await self._release(held)
+
+    async def execute(self, message: QueueMessage, body: bytes) -> bool:
+        """Run the function for one message (visibility held); True deletes it. The blob trigger's
+        internal queue overrides this (same poison rules, its own dispatch)."""
+        request = build_request(self.function, message, body, self.queue, self.runtime.clock.now())
+        result = await self.runtime.invoker.invoke(request)
+        return result.succeeded
 
     async def stop(self) -> None:
         await self.keeper.stop()

@@ -1,0 +1,2 @@
+"""The inner loop: `funchost start --reload` (`reload`, `watch`, `app_modules`, `unavailable`)
+and `funchost start --debug` (`debugger`). See docs/dev-loop.md."""

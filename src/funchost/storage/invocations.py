@@ -1,0 +1,89 @@
+"""The invocation history Protocol: what the dashboard shows of past invocations.
+
+Records are written by the dashboard's recorder in batches, off the invocation path; each is one
+attempt (a retried trigger event is one record per attempt, each with its own invocation id, as
+on Azure) with the log lines written while it ran. The history is bounded: `prune` keeps at most
+a number of records and none older than an age (the limits are the dashboard's settings,
+docs/dashboard.md). Several hosts on one data folder share one history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+OUTCOMES = (SUCCEEDED, FAILED)
+
+# What one record may hold, so that a chatty function cannot grow the history without bound.
+MAX_LOG_LINES = 200  # per invocation; later lines are counted, not kept
+MAX_MESSAGE_CHARS = 8_000  # per log line, error message or stack trace
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    time: float  # seconds since the epoch
+    level: str  # "INFO", "WARNING", ...
+    category: str  # "Function.<name>.User", "Host.Triggers.Queue", ...
+    message: str
+
+
+@dataclass(slots=True)  # not frozen: built for every invocation, and frozen fields cost a call each
+class InvocationRecord:
+    id: str
+    function: str
+    trigger: str  # the trigger's binding type ("queueTrigger", ...)
+    reason: str
+    started: float  # seconds since the epoch
+    duration_ms: float
+    outcome: str  # SUCCEEDED | FAILED
+    error: str | None = None  # "<ExceptionType>: <message>"
+    stack: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)  # the trigger's details (MessageId, ...)
+    result: str | None = None  # a short summary of what it produced ("HTTP 200", "outputs: msg")
+    retry_count: int = 0
+    logs: tuple[LogLine, ...] = ()
+    dropped_logs: int = 0  # lines past MAX_LOG_LINES
+
+
+@dataclass(frozen=True)
+class StoredInvocation:
+    seq: int  # the order of writing: a cursor for "newer than" and paging
+    record: InvocationRecord
+
+
+@dataclass(frozen=True)
+class FunctionActivity:
+    function: str
+    total: int
+    failed: int
+    last_started: float | None
+    last_outcome: str | None
+
+
+class InvocationHistoryStore(Protocol):
+    async def append(self, records: Sequence[InvocationRecord]) -> None:
+        """Store the records and their log lines in one transaction, in this order (each gets
+        the next seq). Invocation ids are unique by construction; `get` answers the last one."""
+
+    async def recent(self, *, function: str | None = None, outcome: str | None = None, limit: int = 50,
+                     before_seq: int | None = None, after_seq: int | None = None) -> list[StoredInvocation]:
+        """Newest first, without log lines. `function` compares case-insensitively."""
+
+    async def get(self, invocation_id: str) -> StoredInvocation | None:
+        """One record with its log lines (in the order they were written); the latest written
+        if the id was written more than once."""
+
+    async def activity(self) -> list[FunctionActivity]:
+        """Per function: how many records, how many failed, the last start and outcome."""
+
+    async def last_seq(self) -> int:
+        """The newest record's seq (0 when empty): what a live view compares against."""
+
+    async def prune(self, *, max_count: int, oldest_started: float) -> int:
+        """Delete records beyond the newest `max_count` and those started before
+        `oldest_started`, with their log lines; returns how many were deleted."""
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,132 @@
+"""Contract of `InvocationHistoryStore` (the dashboard's invocation history), on every backend.
+
+Both backends keep the history in the data folder: `--storage azure` hands out the embedded
+store, so the suite runs on both to check that each backend offers it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from funchost.clock import SystemClock
+from funchost.settings.app_settings import AppSettings
+from funchost.storage.host_storage import open_storage
+from funchost.storage.invocations import (
+    FAILED,
+    SUCCEEDED,
+    InvocationHistoryStore,
+    InvocationRecord,
+    LogLine,
+)
+
+
+@pytest.fixture(params=["embedded", "azure"])
+async def history(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[InvocationHistoryStore]:
+    storage = open_storage(str(request.param), tmp_path / "data", AppSettings({}, environ={}), SystemClock())
+    yield storage.invocation_history()
+    await storage.aclose()
+
+
+def record(n: int, *, function: str = "hello", outcome: str = SUCCEEDED, started: float | None = None,
+           logs: tuple[LogLine, ...] = ()) -> InvocationRecord:
+    return InvocationRecord(id=f"id-{n}", function=function, trigger="httpTrigger", reason="test",
+                            started=1000.0 + n if started is None else started, duration_ms=1.5,
+                            outcome=outcome, error="ValueError: boom" if outcome == FAILED else None,
+                            details={"Method": "GET", "n": n}, logs=logs)
+
+
+async def test_append_then_recent_newest_first_without_logs(history: InvocationHistoryStore) -> None:
+    line = LogLine(1001.0, "INFO", "Function.hello.User", "said <hi>")
+    await history.append([record(1, logs=(line,)), record(2)])
+    found = await history.recent()
+    assert [s.record.id for s in found] == ["id-2", "id-1"]
+    assert found[0].seq > found[1].seq
+    assert found[1].record.logs == ()  # lists carry no log lines
+    assert found[1].record.details == {"Method": "GET", "n": 1}
+    assert await history.last_seq() == found[0].seq
+
+
+async def test_get_returns_log_lines_in_order(history: InvocationHistoryStore) -> None:
+    lines = tuple(LogLine(1000.0 + i, "INFO", "Function.hello.User", f"line {i}") for i in range(5))
+    await history.append([record(1, outcome=FAILED, logs=lines)])
+    stored = await history.get("id-1")
+    assert stored is not None
+    assert stored.record.logs == lines
+    assert stored.record.error == "ValueError: boom"
+    assert await history.get("missing") is None
+
+
+async def test_filters_by_function_case_insensitively_and_outcome(history: InvocationHistoryStore) -> None:
+    await history.append([record(1, function="Hello"), record(2, function="other", outcome=FAILED),
+                          record(3, function="hello", outcome=FAILED)])
+    assert [s.record.id for s in await history.recent(function="HELLO")] == ["id-3", "id-1"]
+    assert [s.record.id for s in await history.recent(outcome=FAILED)] == ["id-3", "id-2"]
+    assert [s.record.id for s in await history.recent(function="hello", outcome=SUCCEEDED)] == ["id-1"]
+
+
+async def test_paging_with_seq_cursors(history: InvocationHistoryStore) -> None:
+    await history.append([record(n) for n in range(10)])
+    first = await history.recent(limit=4)
+    assert [s.record.id for s in first] == ["id-9", "id-8", "id-7", "id-6"]
+    second = await history.recent(limit=4, before_seq=first[-1].seq)
+    assert [s.record.id for s in second] == ["id-5", "id-4", "id-3", "id-2"]
+    newer = await history.recent(after_seq=second[0].seq)
+    assert [s.record.id for s in newer] == ["id-9", "id-8", "id-7", "id-6"]
+
+
+async def test_get_answers_the_latest_record_of_an_id(history: InvocationHistoryStore) -> None:
+    await history.append([record(1, logs=(LogLine(1.0, "INFO", "c", "first"),))])
+    await history.append([record(1, outcome=FAILED)])
+    stored = await history.get("id-1")
+    assert stored is not None and stored.record.outcome == FAILED and stored.record.logs == ()
+
+
+async def test_seq_keeps_growing_after_a_prune_and_across_batches(history: InvocationHistoryStore) -> None:
+    await history.append([record(1), record(2)])
+    top = await history.last_seq()
+    await history.prune(max_count=0, oldest_started=0)
+    await history.append([record(3, logs=(LogLine(1.0, "INFO", "c", "three"),))])
+    found = await history.recent()
+    assert found[0].seq > top
+    stored = await history.get("id-3")
+    assert stored is not None and [line.message for line in stored.record.logs] == ["three"]
+
+
+async def test_prune_by_count_keeps_the_newest(history: InvocationHistoryStore) -> None:
+    await history.append([record(n, logs=(LogLine(1.0, "INFO", "c", f"l{n}"),)) for n in range(10)])
+    assert await history.prune(max_count=3, oldest_started=0) == 7
+    assert [s.record.id for s in await history.recent()] == ["id-9", "id-8", "id-7"]
+    assert await history.get("id-0") is None
+    assert await history.prune(max_count=3, oldest_started=0) == 0
+
+
+async def test_prune_by_age(history: InvocationHistoryStore) -> None:
+    await history.append([record(n, started=100.0 * n) for n in range(5)])
+    assert await history.prune(max_count=100, oldest_started=250.0) == 3
+    assert sorted(s.record.id for s in await history.recent()) == ["id-3", "id-4"]
+
+
+async def test_prune_deletes_the_log_lines_too(history: InvocationHistoryStore) -> None:
+    await history.append([record(1, logs=(LogLine(1.0, "INFO", "c", "old"),))])
+    await history.prune(max_count=0, oldest_started=0)
+    await history.append([record(2)])
+    assert await history.recent(limit=10) != [] and await history.get("id-1") is None
+
+
+async def test_activity_per_function(history: InvocationHistoryStore) -> None:
+    await history.append([record(1, function="a"), record(2, function="a", outcome=FAILED),
+                          record(3, function="b")])
+    activity = {a.function: a for a in await history.activity()}
+    assert activity["a"].total == 2 and activity["a"].failed == 1
+    assert activity["a"].last_outcome == FAILED and activity["a"].last_started == 1002.0
+    assert activity["b"].total == 1 and activity["b"].failed == 0
+
+
+async def test_empty_history(history: InvocationHistoryStore) -> None:
+    assert await history.recent() == []
+    assert await history.last_seq() == 0
+    assert await history.activity() == []
+    assert await history.prune(max_count=10, oldest_started=0) == 0
