@@ -2,6 +2,7 @@
 
     python benchmarks/eventhubs_bench.py                 # 5,000 events / messages per scenario
     python benchmarks/eventhubs_bench.py --events 20000
+    python benchmarks/eventhubs_bench.py --rounds 3 --baseline-src DIR   # before/after in one run
 
 Scenarios, each in a fresh data folder with the real host (no HTTP) on the system clock and a
 no-op function, in the same run:
@@ -13,7 +14,10 @@ no-op function, in the same run:
   eventhubs-send     events/s appended through the broker (batches of 100, as the output binding
                      and SDK producers send)
 
-Results are printed and written to benchmarks/results/eventhubs.json.
+Each scenario runs in its own process; with --baseline-src DIR (a funchost tree, e.g.
+`git archive <commit> src | tar -x -C DIR`) each also runs on that tree, alternating, and
+--rounds gives min / median / max. Results are printed and written to
+benchmarks/results/eventhubs.json.
 """
 
 from __future__ import annotations
@@ -34,8 +38,11 @@ from typing import Any
 from funchost.clock import SystemClock
 from funchost.host import Host, HostConfig
 from funchost.settings.app_settings import AppSettings
-from funchost.storage.backend import EmbeddedStorage
 from funchost.storage.eventhubs import EventToSend
+from funchost.storage.sqlite.backend import EmbeddedStorage
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import same_run  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "eventhubs.json"
 
@@ -100,42 +107,69 @@ async def drain(app: Path, data_dir: Path, count: int, only: str) -> dict[str, A
     host.load()
     module = sys.modules["function_app"]
     module.COUNT[0] = 0
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     await host.start()
     while module.COUNT[0] < count:
         await asyncio.sleep(0.01)
         if time.perf_counter() - started > 600:
             raise TimeoutError(f"{only}: {module.COUNT[0]} of {count} after 600 s")
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     await host.stop()
-    return {"items": count, "seconds": round(elapsed, 3), "per_second": round(count / elapsed)}
+    return {"items": count, "seconds": round(elapsed, 3), "per_second": round(count / elapsed),
+            "cpu_us_per_item": round(cpu / count * 1e6, 1)}
 
 
-async def main(events: int) -> dict[str, Any]:
-    results: dict[str, Any] = {}
+SCENARIOS = ["eventhubs-single", "eventhubs-batch", "queue-default", "eventhubs-send"]
+
+
+async def child(name: str, events: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="eventhubs-bench-") as tmp:
-        app = write_app(Path(tmp) / "app")
-        for scenario, hub in (("eventhubs-single", "single"), ("eventhubs-batch", "batch")):
-            data = Path(tmp) / scenario
-            send_rate = await fill_hub(data, hub, events)
-            results.setdefault("eventhubs-send", {"events": events, "per_second": round(send_rate)})
-            results[scenario] = await drain(app, data, events, hub)
-            print(scenario, results[scenario], flush=True)
-        data = Path(tmp) / "queue"
-        await fill_queue(data, events)
-        results["queue-default"] = await drain(app, data, events, "queue")
-        print("queue-default", results["queue-default"], flush=True)
-    print("eventhubs-send", results["eventhubs-send"])
-    return results
+        app, data = write_app(Path(tmp) / "app"), Path(tmp) / "data"
+        if name == "eventhubs-send":
+            return {"items": events, "per_second": round(await fill_hub(data, "single", events))}
+        if name == "queue-default":
+            await fill_queue(data, events)
+            return await drain(app, data, events, "queue")
+        hub = name.removeprefix("eventhubs-")
+        await fill_hub(data, hub, events)
+        return await drain(app, data, events, hub)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=5000)
+    parser.add_argument("--only", default=None, help="comma-separated scenario names")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--baseline-src", type=Path, help="a funchost source tree to measure as 'baseline'")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(asyncio.run(child(args.child, args.events))))
+        return
+    names = args.only.split(",") if args.only else SCENARIOS
+    figures = same_run.rounds(__file__, names, ["--events", str(args.events)], args.rounds, args.baseline_src,
+                              "per_second")
+    print(f"{'scenario':<18} {'min':>7} {'median':>7} {'max':>7} /s" +
+          "  CPU us/item" +
+          ("   baseline median  CPU us  ratio" if "baseline" in figures else ""))
+    for name in names:
+        row = figures["current"][name]
+        line = f"{name:<18} {row['min']:>7} {row['median']:>7} {row['max']:>7}  {row.get('cpu_us_median', '-'):>11}"
+        if "baseline" in figures:
+            base = figures["baseline"][name]
+            line += f"   {base['median']:>15}  {base.get('cpu_us_median', '-'):>6}  {row['median'] / base['median']:5.2f}"
+        print(line)
+    report: dict[str, Any] = {
+        "environment": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
+        "parameters": {"events": args.events, "rounds": args.rounds,
+                       "baseline_src": str(args.baseline_src) if args.baseline_src else None},
+        "results": figures["current"]}
+    if "baseline" in figures:
+        report["baseline"] = figures["baseline"]
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"written to {RESULTS}")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=5000)
-    args = parser.parse_args()
-    figures = asyncio.run(main(args.events))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({
-        "environment": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
-        "parameters": {"events": args.events}, "results": figures}, indent=2) + "\n")
-    print(f"written to {RESULTS}")
+    main()

@@ -22,6 +22,11 @@ before/after ratio comes from one run on the same machine.
                           check, invocation, delete) with storage calls that do nothing, for an
                           `async def` / `def` function taking `str`, and an `async def` taking
                           `func.QueueMessage`: the per-message cost beyond the storage calls
+  servicebus-message / servicebus-batch / eventhubs-event / eventhubs-batch
+                          the trigger's invocation request built from a received message or event
+                          and invoked (`async def` taking `func.ServiceBusMessage` /
+                          `func.EventHubEvent`, or a list of 100 of them): per message, without the
+                          broker, settlement or checkpoints
   executor-async-otel / http-async-otel
                           executor-async / http-async with host.json telemetryMode OpenTelemetry,
                           exporting over OTLP/HTTP to a local sink that accepts everything: the
@@ -33,7 +38,7 @@ with ``FUNCHOST_DASHBOARD=false``, and ``--dashboard both`` measures both, alter
 round, the off figures under ``<scenario>/no-dashboard``.
 
 Results (min / median / max of the rounds, microseconds of CPU per call) are printed and written
-to benchmarks/results/invocation.json.
+to benchmarks/results/invocation.json (or --results).
 """
 
 from __future__ import annotations
@@ -60,7 +65,8 @@ from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results" / "invocation.json"
 SCENARIOS = ("executor-async", "executor-async-timeout", "http-async", "http-async-logged", "http-def",
-             "queue-async", "queue-def", "queue-message", "executor-async-otel", "http-async-otel")
+             "queue-async", "queue-def", "queue-message", "executor-async-otel", "http-async-otel",
+             "servicebus-message", "servicebus-batch", "eventhubs-event", "eventhubs-batch")
 
 APP = """
 import azure.functions as func
@@ -86,6 +92,30 @@ async def hello_async(req: func.HttpRequest) -> func.HttpResponse:
 def hello_def(req: func.HttpRequest) -> func.HttpResponse:
     return func.HttpResponse("Hello, world!")
 """
+
+
+MESSAGING_APP = """
+import azure.functions as func
+from typing import List
+app = func.FunctionApp()
+
+@app.service_bus_queue_trigger(arg_name="msg", queue_name="one", connection="ServiceBus")
+async def sb_one(msg: func.ServiceBusMessage) -> None:
+    return None
+
+@app.service_bus_queue_trigger(arg_name="msgs", queue_name="many", connection="ServiceBus", cardinality="many")
+async def sb_many(msgs: List[func.ServiceBusMessage]) -> None:
+    return None
+
+@app.event_hub_message_trigger(arg_name="event", event_hub_name="one", connection="EventHubs")
+async def eh_one(event: func.EventHubEvent) -> None:
+    return None
+
+@app.event_hub_message_trigger(arg_name="events", event_hub_name="many", connection="EventHubs", cardinality="many")
+async def eh_many(events: List[func.EventHubEvent]) -> None:
+    return None
+"""
+BATCH = 100
 
 
 async def cpu_per_call(call: Callable[[], Awaitable[Any]], calls: int) -> float:
@@ -226,6 +256,46 @@ async def queue(calls: int, function_name: str) -> float:
                 await processor.stop()
 
 
+async def messaging(calls: int, name: str) -> float:
+    """CPU per message of building a Service Bus / Event Hubs invocation and invoking it (the
+    functions are disabled: no listener runs, the invoker is called directly)."""
+    from funchost.clock import SystemClock
+    from funchost.storage.eventhubs import ReceivedEvent
+    from funchost.storage.servicebus import ReceivedMessage
+    from funchost.testing import HostHarness, write_app
+    from funchost.triggers.eventhub.events import PartitionInfo, batch_request, single_request
+    from funchost.triggers.servicebus.messages import build_batch, build_single
+
+    now = datetime.now(UTC)
+    messages = [ReceivedMessage(body=b'{"n": 1}', message_id=f"{n:032x}", sequence_number=n, enqueued_time=now,
+                                expires_at=now + timedelta(days=14), delivery_count=1, lock_token=f"token-{n}",
+                                locked_until=now + timedelta(minutes=1), state="active",
+                                application_properties={"source": "bench", "n": n}) for n in range(BATCH)]
+    events = [ReceivedEvent("0", n, n * 100, now, b'{"n": 1}', properties={"source": "bench"}) for n in range(BATCH)]
+    partition = PartitionInfo("localhost", "hub", "$Default", "0")
+    disabled = {f"AzureWebJobs.{f}.Disabled": "true" for f in ("sb_one", "sb_many", "eh_one", "eh_many")}
+    with tempfile.TemporaryDirectory() as tmp:
+        write_app(Path(tmp) / "app", MESSAGING_APP, settings=disabled)
+        async with HostHarness(Path(tmp) / "app", data_dir=Path(tmp) / "data", clock=SystemClock()) as host:
+            functions, invoker = host.runtime.functions, host.runtime.invoker
+            requests: dict[str, Callable[[], Any]] = {
+                "servicebus-message": lambda: build_single(functions["sb_one"], messages[0], "one"),
+                "servicebus-batch": lambda: build_batch(functions["sb_many"], messages, "many"),
+                "eventhubs-event": lambda: single_request(functions["eh_one"], partition, events[0]),
+                "eventhubs-batch": lambda: batch_request(functions["eh_many"], partition, events),
+            }
+            build = requests[name]
+            first = await invoker.invoke(build())
+            assert first.succeeded, first.error
+
+            def call() -> Awaitable[Any]:
+                return invoker.invoke(build())
+
+            if name.endswith("-batch"):
+                return await cpu_per_call(call, max(calls // (2 * BATCH), 20)) / BATCH
+            return await cpu_per_call(call, calls // 2)
+
+
 async def scenario(name: str, calls: int) -> float:
     logging.getLogger().setLevel(logging.WARNING)
     no_timeout = {"version": "2.0", "functionTimeout": "-1"}
@@ -238,6 +308,8 @@ async def scenario(name: str, calls: int) -> float:
         "queue-async": lambda: queue(calls // 2, "on_message"),
         "queue-def": lambda: queue(calls // 4, "on_message_def"),
         "queue-message": lambda: queue(calls // 2, "on_queue_message"),
+        **{kind: (lambda kind=kind: messaging(calls, kind))
+           for kind in ("servicebus-message", "servicebus-batch", "eventhubs-event", "eventhubs-batch")},
     }
     if name.endswith("-otel"):
         with otlp_sink() as endpoint:

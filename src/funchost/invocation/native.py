@@ -5,7 +5,7 @@ common types that round trip is pure overhead inside one process: a trigger that
 in its own form (an HTTP request as read from the socket, a queue message as received) can build
 `func.HttpRequest` / `func.QueueMessage` straight from it, and a returned `func.HttpResponse` can
 be read straight into a response. Both forms stay available and give the same result (tests in
-`tests/unit/invocation/test_native_identity.py` compare them on generated inputs):
+`tests/unit/core/test_lean_path_identity*.py` compare them on generated inputs):
 
 * `NativeDatum`: a trigger value whose generic Datum value is built on first read; the plan's
   decoder calls `decode()` instead of the library converter it reproduces (`converter`).

@@ -20,7 +20,7 @@ the worker's TypedData as the host's `RpcMessageConversionExtensions.ToRpc` does
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -30,7 +30,9 @@ from azure.functions.meta import Datum
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
 from funchost.invocation.metadata import LazyMetadata
+from funchost.invocation.native import LazyDatum, LazyMapping
 from funchost.storage.eventhubs import ReceivedEvent
+from funchost.triggers.eventhub.native import EventHubBatchDatum, EventHubEventDatum
 
 # The executing log line of Event Hubs invocations: the extension passes no reason.
 REASON = "(null)"
@@ -126,10 +128,7 @@ def trigger_details(partition: PartitionInfo, events: Sequence[ReceivedEvent], s
             "PartionId": partition.partition_id}
 
 
-def single_request(function: FunctionSpec, partition: PartitionInfo | None, event: ReceivedEvent) -> InvocationRequest:
-    """One event; `partition` None for an event made from the admin API's input (no context is sent)."""
-    body = event.body
-    trigger = Datum(body, "bytes") if _binary(function) else Datum(body.decode("utf-8", errors="replace"), "string")
+def _single_raw(partition: PartitionInfo | None, event: ReceivedEvent) -> dict[str, tuple[str, Any]]:
     raw: dict[str, tuple[str, Any]] = {}
     if partition is not None:
         raw["PartitionContext"] = ("json", partition.as_json())
@@ -140,24 +139,31 @@ def single_request(function: FunctionSpec, partition: PartitionInfo | None, even
     raw["EnqueuedTimeUtc"] = ("json", dotnet_datetime(event.enqueued_time))
     raw["Properties"] = ("json", dict(event.properties))
     raw["SystemProperties"] = ("json", system_properties(event))
-    binding_data: Mapping[str, Any] = {
-        "PartitionKey": event.partition_key, "Offset": event.offset, "SequenceNumber": event.sequence_number,
-        "EnqueuedTimeUtc": event.enqueued_time, "Properties": dict(event.properties),
-        "SystemProperties": system_properties(event)}
-    return InvocationRequest(function=function, trigger_value=trigger,
-                             trigger_metadata=LazyMetadata(raw, _metadata_datum), binding_data=binding_data,
-                             reason=REASON,
+    return raw
+
+
+def _single_binding_data(event: ReceivedEvent) -> dict[str, Any]:
+    return {"PartitionKey": event.partition_key, "Offset": event.offset, "SequenceNumber": event.sequence_number,
+            "EnqueuedTimeUtc": event.enqueued_time, "Properties": dict(event.properties),
+            "SystemProperties": system_properties(event)}
+
+
+def single_request(function: FunctionSpec, partition: PartitionInfo | None, event: ReceivedEvent) -> InvocationRequest:
+    """One event; `partition` None for an event made from the admin API's input (no context is sent).
+
+    Metadata Datums and binding data are built only when read (native.py builds the event)."""
+    body = event.body
+    generic = Datum(body, "bytes") if _binary(function) else LazyDatum(
+        "string", lambda: body.decode("utf-8", errors="replace"))
+    metadata = LazyMetadata(LazyMapping(lambda: _single_raw(partition, event)), _metadata_datum)
+    return InvocationRequest(function=function, trigger_value=EventHubEventDatum(generic, event, metadata),
+                             trigger_metadata=metadata,
+                             binding_data=LazyMapping(lambda: _single_binding_data(event)), reason=REASON,
                              details=trigger_details(partition, [event], single=True) if partition else {})
 
 
-def batch_request(function: FunctionSpec, partition: PartitionInfo,
-                  events: Sequence[ReceivedEvent]) -> InvocationRequest:
-    if _binary(function):
-        trigger = Datum(Collection(bytes=[e.body for e in events]), "collection_bytes")
-    else:
-        texts = [e.body.decode("utf-8", errors="replace") for e in events]
-        trigger = Datum(Collection(string=[t for t in texts if t]), "collection_string")
-    raw: dict[str, tuple[str, Any]] = {
+def _batch_raw(partition: PartitionInfo, events: Sequence[ReceivedEvent]) -> dict[str, tuple[str, Any]]:
+    return {
         "PartitionContext": ("json", partition.as_json()),
         "PartitionKeyArray": ("collection_string", [e.partition_key for e in events]),
         "OffsetArray": ("collection_string", [str(e.offset) for e in events]),
@@ -166,12 +172,27 @@ def batch_request(function: FunctionSpec, partition: PartitionInfo,
         "PropertiesArray": ("json", [dict(e.properties) for e in events]),
         "SystemPropertiesArray": ("json", [system_properties(e) for e in events]),
     }
-    binding_data = {
+
+
+def _batch_binding_data(events: Sequence[ReceivedEvent]) -> dict[str, Any]:
+    return {
         "PartitionKeyArray": [e.partition_key for e in events], "OffsetArray": [str(e.offset) for e in events],
         "SequenceNumberArray": [e.sequence_number for e in events],
         "EnqueuedTimeUtcArray": [e.enqueued_time for e in events],
         "PropertiesArray": [dict(e.properties) for e in events],
         "SystemPropertiesArray": [system_properties(e) for e in events]}
-    return InvocationRequest(function=function, trigger_value=trigger,
-                             trigger_metadata=LazyMetadata(raw, _metadata_datum), binding_data=binding_data,
+
+
+def batch_request(function: FunctionSpec, partition: PartitionInfo,
+                  events: Sequence[ReceivedEvent]) -> InvocationRequest:
+    """Metadata arrays and binding data are built only when read (native.py builds the events)."""
+    generic: Datum
+    if _binary(function):
+        generic = LazyDatum("collection_bytes", lambda: Collection(bytes=[e.body for e in events]))
+    else:
+        generic = LazyDatum("collection_string", lambda: Collection(string=[
+            t for t in (e.body.decode("utf-8", errors="replace") for e in events) if t]))
+    metadata = LazyMetadata(LazyMapping(lambda: _batch_raw(partition, events)), _metadata_datum)
+    return InvocationRequest(function=function, trigger_value=EventHubBatchDatum(generic, events, metadata),
+                             trigger_metadata=metadata, binding_data=LazyMapping(lambda: _batch_binding_data(events)),
                              reason=REASON, details=trigger_details(partition, events, single=False))

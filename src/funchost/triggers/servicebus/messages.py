@@ -19,7 +19,7 @@ the library then reads by position); long[] -> `collection_sint64`.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
@@ -29,10 +29,11 @@ from azure.functions.meta import Datum
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
 from funchost.invocation.metadata import LazyMetadata
+from funchost.invocation.native import LazyDatum, LazyMapping
 from funchost.storage.servicebus import ReceivedMessage
+from funchost.triggers.servicebus.native import NEVER, ServiceBusBatchDatum, ServiceBusMessageDatum
 
 MAX_DATETIME = "9999-12-31T23:59:59.9999999"
-NEVER = datetime.max.replace(tzinfo=UTC)  # ExpiresAt of a message without TTL: DateTimeOffset.MaxValue
 
 
 def dotnet_datetime(value: datetime | None, *, offset: bool) -> str:
@@ -41,7 +42,10 @@ def dotnet_datetime(value: datetime | None, *, offset: bool) -> str:
         text = MAX_DATETIME
     else:
         value = value.astimezone(UTC)
-        text = value.strftime("%Y-%m-%dT%H:%M:%S")
+        # Four-digit years as .NET writes them ("0001-01-01T00:00:00" for the admin API's
+        # message); strftime writes "1-01-01", which the library cannot parse.
+        text = (f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+                f"T{value.hour:02d}:{value.minute:02d}:{value.second:02d}")
         if value.microsecond:
             text += "." + f"{value.microsecond:06d}0".rstrip("0")
     return text + "+00:00" if offset else text
@@ -123,15 +127,26 @@ def _binding_data_from_body(body: bytes) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def build_single(function: FunctionSpec, message: ReceivedMessage, path: str) -> InvocationRequest:
-    fields = {k: v for k, v in _fields(message).items() if v[1] is not None}
+def _single_fields(message: ReceivedMessage) -> dict[str, tuple[str, Any]]:
+    return {k: v for k, v in _fields(message).items() if v[1] is not None}
+
+
+def _single_binding_data(message: ReceivedMessage, fields: Mapping[str, tuple[str, Any]]) -> dict[str, Any]:
     binding_data: dict[str, Any] = _binding_data_from_body(message.body)
     binding_data.update({k: v[1] for k, v in fields.items()})
+    return binding_data
+
+
+def build_single(function: FunctionSpec, message: ReceivedMessage, path: str) -> InvocationRequest:
+    """Metadata Datums and binding data are built only when read (native.py builds the message)."""
+    fields = LazyMapping(lambda: _single_fields(message))
+    metadata = LazyMetadata(fields, _single_datum)
+    generic = _trigger_value(message.body, (function.trigger.data_type or "").lower())
     return InvocationRequest(
         function=function,
-        trigger_value=_trigger_value(message.body, (function.trigger.data_type or "").lower()),
-        trigger_metadata=LazyMetadata(fields, _single_datum),
-        binding_data=binding_data,
+        trigger_value=ServiceBusMessageDatum(generic, message, metadata),
+        trigger_metadata=metadata,
+        binding_data=LazyMapping(lambda: _single_binding_data(message, fields)),
         reason=reason(path),
         details={"MessageId": message.message_id, "SequenceNumber": message.sequence_number,
                  "DeliveryCount": message.delivery_count, "EnqueuedTimeUtc": message.enqueued_time,
@@ -139,7 +154,7 @@ def build_single(function: FunctionSpec, message: ReceivedMessage, path: str) ->
     )
 
 
-def build_batch(function: FunctionSpec, messages: Sequence[ReceivedMessage], path: str) -> InvocationRequest:
+def _batch_arrays(messages: Sequence[ReceivedMessage]) -> dict[str, tuple[str, list[Any]]]:
     per_message = [_fields(m) for m in messages]
     arrays: dict[str, tuple[str, list[Any]]] = {}
     for name, (kind, _) in per_message[0].items():
@@ -147,18 +162,25 @@ def build_batch(function: FunctionSpec, messages: Sequence[ReceivedMessage], pat
         if name == "TransactionPartitionKey":
             values = [fields["PartitionKey"][1] for fields in per_message]  # QUIRK of the extension
         arrays[f"{name}Array"] = (kind, values)
+    return arrays
+
+
+def build_batch(function: FunctionSpec, messages: Sequence[ReceivedMessage], path: str) -> InvocationRequest:
+    """Metadata arrays and binding data are built only when read (native.py builds the messages)."""
+    arrays = LazyMapping(lambda: _batch_arrays(messages))
+    metadata = LazyMetadata(arrays, _array_datum)
     binary = (function.trigger.data_type or "").lower() == "binary"
     bodies = [m.body for m in messages]
     if binary:
-        trigger = Datum(SimpleNamespace(bytes=bodies), "collection_bytes")
+        trigger = LazyDatum("collection_bytes", lambda: SimpleNamespace(bytes=bodies))
     else:
-        trigger = Datum(SimpleNamespace(string=[b.decode("utf-8", errors="replace") for b in bodies]),
-                        "collection_string")
+        trigger = LazyDatum("collection_string", lambda: SimpleNamespace(
+            string=[b.decode("utf-8", errors="replace") for b in bodies]))
     return InvocationRequest(
         function=function,
-        trigger_value=trigger,
-        trigger_metadata=LazyMetadata(arrays, _array_datum),
-        binding_data={name: values for name, (_, values) in arrays.items()},
+        trigger_value=ServiceBusBatchDatum(trigger, messages, metadata, binary),
+        trigger_metadata=metadata,
+        binding_data=LazyMapping(lambda: {name: values for name, (_, values) in arrays.items()}),
         reason=reason(path),
         details={"MessageIds": [m.message_id for m in messages], "Count": len(messages)},
     )

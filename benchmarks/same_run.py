@@ -1,0 +1,57 @@
+"""Scenarios in child processes, this tree and a baseline tree alternating: before/after in one run.
+
+The machine's speed changes from minute to minute (2 shared cores), so a figure is only
+compared with one measured in the same run. A scenario runs in a fresh interpreter whose
+`PYTHONPATH` starts with the chosen tree's `src` (a `git archive <commit> src` unpacked
+somewhere), so both trees run the same benchmark code; rounds alternate the order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+def run_child(script: str, args: Sequence[str], src: Path | None) -> dict[str, Any]:
+    """Run `script --child ... args` on tree `src` (None: this one); its last stdout line is JSON."""
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src / "src"), env.get("PYTHONPATH")]))
+    out = subprocess.run([sys.executable, script, *args], env=env, capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def rounds(script: str, scenarios: Sequence[str], child_args: Sequence[str], count: int,
+           baseline: Path | None, key: str) -> dict[str, dict[str, Any]]:
+    """tree -> scenario -> {min, median, max of `key`, runs}; prints each figure as it comes."""
+    trees: dict[str, Path | None] = {"current": None}
+    if baseline is not None:
+        trees["baseline"] = baseline.resolve()
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {t: {s: [] for s in scenarios} for t in trees}
+    for index in range(count):
+        for scenario in scenarios:
+            order = list(trees.items()) if index % 2 == 0 else list(reversed(trees.items()))
+            for tree, src in order:
+                figure = run_child(script, ["--child", scenario, *child_args], src)
+                runs[tree][scenario].append(figure)
+                cpu = next((f"  {v} us CPU per item" for k, v in figure.items() if k.startswith("cpu_us")), "")
+                print(f"round {index + 1} {tree:<8} {scenario:<24} {figure[key]:>8} /s{cpu}", flush=True)
+    return {tree: {scenario: summary(figures, key) for scenario, figures in by_scenario.items()}
+            for tree, by_scenario in runs.items()}
+
+
+def summary(figures: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    """min / median / max of `key`, and the median of a `cpu_us_per_*` figure (CPU time of the
+    whole process per item: on a shared machine it moves less than the rate)."""
+    values = [f[key] for f in figures]
+    result: dict[str, Any] = {"min": min(values), "median": statistics.median(values), "max": max(values)}
+    cpu = [v for f in figures for k, v in f.items() if k.startswith("cpu_us")]
+    if len(cpu) == len(figures):
+        result["cpu_us_median"] = statistics.median(cpu)
+    return result | {"runs": figures}
