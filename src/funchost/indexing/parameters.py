@@ -41,10 +41,21 @@ def converter(binding_type: str) -> Any:
 
 
 def has_implicit_output(binding: BindingSpec) -> bool:
-    """Whether the library's converter returns the function's value through this binding (the
-    durable triggers); output-only converters do not define the method."""
+    """Whether the function's return value goes out through this binding, as the worker's
+    `bindings.meta.has_implicit_output` decides: the library converter's answer (True for the
+    durable triggers; output-only converters do not define the method), and for a type the
+    library has no converter for, its `GenericBinding`, which has one (but for durableClient)."""
     conv = converter(binding.type)
-    return bool(conv is not None and getattr(conv, "has_implicit_output", lambda: False)())
+    if conv is None:
+        return binding.type != "durableClient"
+    return bool(getattr(conv, "has_implicit_output", lambda: False)())
+
+
+def implicit_output(bindings: tuple[BindingSpec, ...]) -> BindingSpec | None:
+    """The binding a return value goes through when there is no `$return`: the last one with an
+    implicit output (the worker's `get_return_binding` keeps overwriting it), or None."""
+    found = [b for b in bindings if b.name != RETURN and has_implicit_output(b)]
+    return found[-1] if found else None
 
 
 def _uses_generic(binding: BindingSpec, pytype: Any) -> bool:

@@ -11,7 +11,7 @@ from typing import Any
 
 from azure.functions.meta import Datum
 
-from funchost.indexing.parameters import has_implicit_output
+from funchost.indexing.parameters import implicit_output
 from funchost.indexing.spec import BindingSpec, FunctionSpec
 from funchost.invocation import arguments
 from funchost.runtime import registry
@@ -55,10 +55,12 @@ class InvocationPlan:
         self.return_name = returned.name if returned is not None else ""
         self.return_encoder = (arguments.return_encoder_for(returned, function.return_annotation)
                                if returned is not None else None)
-        if returned is None and has_implicit_output(function.trigger):
-            # Durable triggers: the worker returns the value through the trigger's converter.
+        implicit = implicit_output(function.bindings) if returned is None else None
+        if implicit is not None:
+            # Durable triggers, and bindings of a type the library has no converter for: the
+            # worker encodes the value through that binding's converter (a trigger then reads it).
             self.return_name = "$return"
-            self.return_encoder = arguments.return_encoder_for(function.trigger, function.return_annotation)
+            self.return_encoder = arguments.return_encoder_for(implicit, function.return_annotation)
         # Outputs a binding provider writes (by name, first binding of that name as before);
         # HTTP responses are the HTTP trigger's to send.
         writable: dict[str, tuple[BindingSpec, BindingSupport]] = {}

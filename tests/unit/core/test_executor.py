@@ -14,6 +14,7 @@ from funchost.errors import FunctionTimeoutError, InvocationError
 from funchost.invocation.context import InvocationInfo, current_invocation
 from funchost.invocation.contracts import InvocationRequest
 from funchost.logs import CategoryFilter, TextFormatter, category_of
+from funchost.runtime import registry
 from funchost.testing import HostHarness, write_app
 
 TIMER = Datum(json.dumps({"Schedule": {"AdjustForDST": True}, "ScheduleStatus": None, "IsPastDue": False}), "json")
@@ -74,6 +75,39 @@ async def test_sync_in_pool_async_on_loop_and_context(tmp_path: Path) -> None:
         result = await host.runtime.invoker.invoke(timer_request(host, "async_fn"))
         assert result.succeeded
         assert function_app.seen["async"][0] == "MainThread"
+    finally:
+        await host.stop()
+
+
+GENERIC_BINDING_APP = f"""
+import azure.functions as func
+app = func.FunctionApp()
+
+@app.timer_trigger(arg_name="t", schedule="{NEVER}")
+@app.generic_input_binding(arg_name="row", type="probeStore")
+def returns_through_generic(t: func.TimerRequest, row):
+    return VALUE
+
+@app.timer_trigger(arg_name="t", schedule="{NEVER}")
+@app.generic_input_binding(arg_name="row", type="probeStore")
+def returns_unencodable(t: func.TimerRequest, row):
+    return object()
+"""
+
+
+@pytest.mark.parametrize("value", ['"hi!"', 'b"bytes"', '{"hello": "world"}', "[1, 2, 3]", "12", "12.34", "True"])
+async def test_a_binding_without_a_library_converter_takes_the_return_value(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    # The worker's generic_functions app: timer functions with a generic input binding return
+    # values and no $return binding. A type the library has no converter for is the worker's
+    # GenericBinding, which has an implicit output: the value is encoded, the call succeeds.
+    monkeypatch.setitem(registry.BINDING_MODULES, "probeStore", "tests.unit.core.generic_binding_probe")
+    host = await start(tmp_path, GENERIC_BINDING_APP.replace("VALUE", value))
+    try:
+        result = await host.runtime.invoker.invoke(timer_request(host, "returns_through_generic"))
+        assert result.succeeded, result.error
+        unencodable = await host.runtime.invoker.invoke(timer_request(host, "returns_unencodable"))
+        assert not unencodable.succeeded and isinstance(unencodable.error, InvocationError)
     finally:
         await host.stop()
 

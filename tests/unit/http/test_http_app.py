@@ -56,6 +56,15 @@ async def test_home_page_and_disabled_home_page(make_runtime, keys):
         assert (await client.get("/")).status_code == 204
 
 
+async def test_a_function_route_on_the_root_wins_over_the_home_page(make_runtime, function_factory, keys):
+    # routePrefix "" and a catch-all route, as AsgiFunctionApp registers: "/" is the function's
+    # (the host's HomepageMiddleware serves the page only when no function ran).
+    runtime = make_runtime([function_factory("asgi", route="{*route}")], host_json={"extensions": {"http": {"routePrefix": ""}}})
+    async with client_for(runtime, keys) as client:
+        response = await client.get("/")
+    assert response.status_code == 200 and response.text == "ok"
+
+
 async def test_function_level_needs_a_function_or_master_key(make_runtime, function_factory, keys):
     runtime = make_runtime([function_factory("secure", auth_level="FUNCTION")])
     async with client_for(runtime, keys) as client:

@@ -97,13 +97,15 @@ class FunctionsApp:
         if lowered == "/admin" or lowered.startswith("/admin/"):
             await self.admin(scope, receive, send, self._caller(scope, None))
             return
-        if path == "/" and scope["method"] == "GET":
-            await (respond(send, 204) if self.homepage_disabled else respond(send, 200, HOME_PAGE, _HTML))
-            return
         raw_path = scope.get("raw_path")
         found = self.table.match(scope["method"], raw_path.decode("latin-1") if raw_path else path)
         if found is None:
-            await respond(send, 404)
+            # The home page only when no function took "/" (a catch-all route with routePrefix ""
+            # does): the host's HomepageMiddleware answers after routing, if no function ran.
+            if path == "/" and scope["method"] == "GET":
+                await (respond(send, 204) if self.homepage_disabled else respond(send, 200, HOME_PAGE, _HTML))
+            else:
+                await respond(send, 404)
             return
         route, values = found
         await self._function_request(route, values, scope, receive, send)

@@ -1,0 +1,6 @@
+import azure.functions as func
+from blueprint import bp
+
+app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+app.register_functions(bp)
