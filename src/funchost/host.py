@@ -285,5 +285,7 @@ def host_id_for(app_dir: Path, settings: AppSettings) -> str:
     configured = settings.get("AzureFunctionsWebHost__hostid")
     if configured:
         return configured
-    name = re.sub(r"[^a-z0-9-]", "-", Path(app_dir).name.lower()).strip("-") or "app"
-    return name[:32]
+    # The host ID rules (lowercase letters, digits and single dashes, no dash at either end, at most
+    # 32 characters): names derived from it (the blob trigger's queue, lock blobs) must be valid.
+    name = re.sub(r"[^a-z0-9]+", "-", Path(app_dir).name.lower()).strip("-")
+    return name[:32].rstrip("-") or "app"
