@@ -2,20 +2,21 @@
 out-of-process workers (Azure/azure-sdk-for-net `Microsoft.Azure.WebJobs.Extensions.Tables`,
 `TablesExtensionConfigProvider`, `TableEntityWriter`, `TableClientHelpers`).
 
-Input, with ``partitionKey`` and ``rowKey``: the one entity as a JSON object (``odata.etag``,
-``PartitionKey``, ``RowKey``, ``Timestamp``, then its properties); a missing entity fails the
-invocation, since the extension's `GetEntityAsync` throws on 404. Input without ``rowKey``: a JSON
-array of the entities matching ``PartitionKey eq '<partitionKey>' and <filter>`` (either part may
-be absent), at most ``take`` of them. Python functions get the JSON text (the library has no
-converter of its own for "table").
+Input: a JSON array of the entities matching ``PartitionKey eq '<partitionKey>' and <filter>``
+(either part may be absent), at most ``take`` of them, each ``{"PartitionKey", "RowKey", ...its
+properties}``. ``rowKey`` does not narrow the query: for Python (and every out-of-process
+language) the host binds the attribute to the extension's `JArray` converter, which reads only
+the partition key, filter and take; the worker's own end-to-end test looks for its row in that
+array, and users see the whole partition (azure-functions-python-worker issues #1231, #1725).
+Python functions get the JSON text (the library has no converter of its own for "table").
 
 Output: a JSON object or array of objects. Each becomes an entity whose ``PartitionKey`` /
 ``RowKey`` (any letter case) win over the binding's ``partitionKey`` / ``rowKey``; the rest are
 its properties, typed as Newtonsoft reads JSON (integers Int64, decimals Double, ISO 8601 date
 strings DateTime). Entities are inserted (an existing one fails the invocation with
-EntityAlreadyExists) unless they carry an ``odata.etag``, as an entity read through the input
-binding does: then they replace the stored one if it is unchanged (``*``: in any case), in one
-transaction per partition of up to 100, creating the table when it is missing.
+EntityAlreadyExists) unless they carry an ``odata.etag``: then they replace the stored one if
+its ETag still matches (``*``: in any case), in one transaction per partition of up to 100,
+creating the table when it is missing.
 """
 
 from __future__ import annotations
@@ -61,9 +62,8 @@ def quote(value: str) -> str:
 
 
 def entity_json(entity: Entity) -> dict[str, Any]:
-    """The entity as `ConvertEntityToJObject` writes it (JToken.FromObject of each value)."""
-    result: dict[str, Any] = {"odata.etag": entity.etag, "PartitionKey": entity.partition_key,
-                              "RowKey": entity.row_key, "Timestamp": _date_text(entity.timestamp)}
+    """An entity as the out-of-process table input gives it: keys, then the properties."""
+    result: dict[str, Any] = {"PartitionKey": entity.partition_key, "RowKey": entity.row_key}
     for name, (edm, value) in entity.properties.items():
         result[name] = _json_value(edm, value)
     return result
@@ -186,17 +186,10 @@ class TableBindingSupport:
         table = resolve(binding.get("tableName"))
         assert table is not None
         check_table_name(table)
-        partition_key, row_key = resolve(binding.get("partitionKey")), resolve(binding.get("rowKey"))
         service = runtime.storage.tables(binding.get("connection"))
-        if partition_key is not None and row_key is not None:
-            try:
-                entity = await service.get_entity(table, partition_key, row_key)
-            except StorageError as exc:
-                raise InvocationError(f"Exception binding parameter '{binding.name}'. {exc}") from exc
-            return Datum(json.dumps(entity_json(entity)), "json")
         try:
-            entities = await _query(service, table, partition_key, resolve(binding.get("filter")),
-                                    int(binding.get("take") or 0))
+            entities = await _query(service, table, resolve(binding.get("partitionKey")),
+                                    resolve(binding.get("filter")), int(binding.get("take") or 0))
         except StorageError as exc:
             raise InvocationError(f"Exception binding parameter '{binding.name}'. {exc}") from exc
         return Datum(json.dumps(entities), "json")
