@@ -25,7 +25,7 @@ from funchost.settings.connections import DEVSTORE_ACCOUNT
 @pytest.fixture
 async def container(served):  # type: ignore[no-untyped-def]
     async with BlobServiceClient.from_connection_string(served.connection_string) as client:
-        yield await client.create_container("work", metadata={"Team": "a"})
+        yield await client.create_container("tasks", metadata={"Team": "a"})
 
 
 def block_id(n: int) -> str:
@@ -104,9 +104,9 @@ async def test_ranges_and_416(served, container):
 
         from funchost.settings.connections import DEVSTORE_KEY
 
-        sas = generate_container_sas(DEVSTORE_ACCOUNT, "work", account_key=DEVSTORE_KEY,
+        sas = generate_container_sas(DEVSTORE_ACCOUNT, "tasks", account_key=DEVSTORE_KEY,
                                      permission=BlobSasPermissions(read=True), expiry=served.clock.now() + timedelta(hours=1))
-        url = f"{served.url('blob')}/work/five.txt?{sas}"
+        url = f"{served.url('blob')}/tasks/five.txt?{sas}"
         partial = await client.get(url, headers={"x-ms-range": "bytes=1-2"})
         tail = await client.get(url, headers={"Range": "bytes=3-"})
         beyond = await client.get(url, headers={"x-ms-range": "bytes=5-9"})
@@ -222,19 +222,19 @@ async def test_bad_input_answers_azure_codes(served, container):
     async with httpx.AsyncClient() as client:
         from tests.unit.storage_endpoints.signing import signed_headers
 
-        url = f"{served.url('blob')}/work/x?comp=blocklist"
+        url = f"{served.url('blob')}/tasks/x?comp=blocklist"
         malformed = await client.put(url, content=b"<BlockList><Latest>", headers=signed_headers(
             "PUT", url, b"<BlockList><Latest>", "blob"))
-        block_url = f"{served.url('blob')}/work/z?comp=block&blockid=not%20base64%21"
+        block_url = f"{served.url('blob')}/tasks/z?comp=block&blockid=not%20base64%21"
         bad_block = await client.put(block_url, content=b"x", headers=signed_headers("PUT", block_url, b"x", "blob"))
     assert (malformed.status_code, malformed.headers["x-ms-error-code"]) == (400, "InvalidXmlDocument")
     assert (bad_block.status_code, bad_block.headers["x-ms-error-code"]) == (400, "InvalidQueryParameterValue")
     # A body cut short (Content-Length 10, 3 bytes, then the client goes away) writes nothing.
-    url = f"{served.url('blob')}/work/cut.bin"
+    url = f"{served.url('blob')}/tasks/cut.bin"
     headers = signed_headers("PUT", url, b"x" * 10, "blob", {"x-ms-blob-type": "BlockBlob"})
     port = int(url.split(":")[2].split("/")[0])
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    head = f"PUT /{DEVSTORE_ACCOUNT}/work/cut.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n" + \
+    head = f"PUT /{DEVSTORE_ACCOUNT}/tasks/cut.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n" + \
         "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
     writer.write(head.encode() + b"abc")
     await writer.drain()

@@ -13,7 +13,7 @@ from funchost.settings.connections import DEVSTORE_ACCOUNT
 
 @pytest.fixture
 async def queue(served):  # type: ignore[no-untyped-def]
-    async with QueueClient.from_connection_string(served.connection_string, "work") as client:
+    async with QueueClient.from_connection_string(served.connection_string, "tasks") as client:
         await client.create_queue(metadata={"owner": "me"})
         yield client
 
@@ -21,10 +21,10 @@ async def queue(served):  # type: ignore[no-untyped-def]
 async def test_put_wakes_listeners_unless_invisible(served, queue):
     await queue.send_message("now")
     await queue.send_message("later", visibility_timeout=30)
-    assert served.woken == [(DEVSTORE_ACCOUNT, "work")]
+    assert served.woken == [(DEVSTORE_ACCOUNT, "tasks")]
     [message] = [m async for m in queue.receive_messages()]
     await queue.update_message(message, visibility_timeout=0)
-    assert served.woken == [(DEVSTORE_ACCOUNT, "work")] * 2
+    assert served.woken == [(DEVSTORE_ACCOUNT, "tasks")] * 2
 
 
 async def test_message_lifecycle(served, queue, clock):
@@ -51,7 +51,7 @@ async def test_message_lifecycle(served, queue, clock):
 
 
 async def test_queues_metadata_listing_and_clear(served, queue):
-    url = f"{served.url('queue')}/work"
+    url = f"{served.url('queue')}/tasks"
     async with httpx.AsyncClient() as client:
         same = await client.put(url, headers=signed_headers("PUT", url, b"", "queue", {"x-ms-meta-owner": "me"}))
         other = await client.put(url, headers=signed_headers("PUT", url, b"", "queue", {"x-ms-meta-owner": "you"}))
@@ -65,7 +65,7 @@ async def test_queues_metadata_listing_and_clear(served, queue):
             await service.create_queue(name)
         pages = service.list_queues(include_metadata=True, results_per_page=2).by_page()
         names = [[(q.name, q.metadata) async for q in page] async for page in pages]
-    assert names == [[("alpha", {}), ("beta", {})], [("gamma", {}), ("work", {"stage": "2"})]]
+    assert names == [[("alpha", {}), ("beta", {})], [("gamma", {}), ("tasks", {"stage": "2"})]]
     for n in range(3):
         await queue.send_message(str(n))
     await queue.clear_messages()
@@ -83,7 +83,7 @@ async def test_bad_input(served, queue):
         with pytest.raises(HttpResponseError) as info:
             await bad.create_queue()
     assert info.value.error_code == "InvalidResourceName"
-    url = f"{served.url('queue')}/work/messages"
+    url = f"{served.url('queue')}/tasks/messages"
     async with httpx.AsyncClient() as client:
         for body in (b"<QueueMessage><MessageText>x", b"<Other/>", b"not xml at all"):
             response = await client.post(url, content=body, headers=signed_headers("POST", url, body, "queue"))
@@ -92,7 +92,7 @@ async def test_bad_input(served, queue):
         body = b"<QueueMessage><MessageText>x</MessageText></QueueMessage>"
         response = await client.post(text_url, content=body, headers=signed_headers("POST", text_url, body, "queue"))
         assert response.headers["x-ms-error-code"] == "InvalidQueryParameterValue"
-        acl_url = f"{served.url('queue')}/work?comp=acl"
+        acl_url = f"{served.url('queue')}/tasks?comp=acl"
         body = b"<SignedIdentifiers/>"
         response = await client.put(acl_url, content=body, headers=signed_headers("PUT", acl_url, body, "queue"))
         assert (response.status_code, response.headers["x-ms-error-code"]) == (501, "NotImplemented")
