@@ -133,8 +133,8 @@ def output_entities(datum: Datum, partition_key: str | None, row_key: str | None
             yield BatchOperation("replace", pk, rk, properties, if_match=etag)
 
 
-async def insert_all(service: TableService, table: str, operations: Sequence[BatchOperation]) -> None:
-    """One transaction per partition of up to 100 inserts; the table created when missing."""
+async def write_entities(service: TableService, table: str, operations: Sequence[BatchOperation]) -> None:
+    """One transaction per partition of up to 100 operations; the table created when missing."""
     partitions: dict[str, list[BatchOperation]] = {}
     for operation in operations:
         group = partitions.setdefault(operation.partition_key, [])
@@ -183,9 +183,7 @@ class TableBindingSupport:
 
     async def read(self, binding: BindingSpec, request: InvocationRequest, runtime: Runtime) -> Datum:
         resolve = _resolver(request, runtime)
-        table = resolve(binding.get("tableName"))
-        assert table is not None
-        check_table_name(table)
+        table = _table_name(binding, resolve)
         service = runtime.storage.tables(binding.get("connection"))
         try:
             entities = await _query(service, table, resolve(binding.get("partitionKey")),
@@ -200,12 +198,10 @@ class TableBindingSupport:
         if datum is None or datum.value is None:
             return
         resolve = _resolver(request, runtime)
-        table = resolve(binding.get("tableName"))
-        assert table is not None
-        check_table_name(table)
+        table = _table_name(binding, resolve)
         operations = list(output_entities(datum, resolve(binding.get("partitionKey")),
                                           resolve(binding.get("rowKey"))))
-        await insert_all(runtime.storage.tables(binding.get("connection")), table, operations)
+        await write_entities(runtime.storage.tables(binding.get("connection")), table, operations)
 
 
 async def _query(service: TableService, table: str, partition_key: str | None, filter_text: str | None,
@@ -224,6 +220,13 @@ async def _query(service: TableService, table: str, partition_key: str | None, f
                 return found
         if after is None:
             return found
+
+
+def _table_name(binding: BindingSpec, resolve: Callable[[Any], str | None]) -> str:
+    """The binding's table after binding expressions, checked as the extension does."""
+    table = resolve(binding.get("tableName")) or ""
+    check_table_name(table)
+    return table
 
 
 def _resolver(request: InvocationRequest, runtime: Runtime) -> Callable[[Any], str | None]:
