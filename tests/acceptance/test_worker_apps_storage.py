@@ -14,8 +14,9 @@ import json
 import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
-from tests.acceptance.worker_apps_support import WorkerAppHost, start_apps, stop_all
+from tests.acceptance.worker_apps_support import WorkerAppHost, poll, start_apps, stop_all
 
 pytestmark = pytest.mark.acceptance
 
@@ -58,18 +59,15 @@ def test_blob_trigger(hosts: dict[str, WorkerAppHost], app: str) -> None:
     data = f"DummyData-{time.time_ns()}"
     r = host.request("POST", "put_blob_trigger", content=data.encode())
     assert (r.status_code, r.text) == (200, "OK")
-    deadline = time.monotonic() + 20
-    while True:
-        r = host.request("GET", "get_blob_triggered")
-        try:
-            response = r.json() if r.status_code == 200 else None
-        except ValueError:  # the worker's test: empty until the trigger has run
-            response = None
-        if response is not None and response["content"] == data:
-            assert response["name"] == "python-worker-tests/test-blob-trigger.txt"
-            return
-        assert time.monotonic() < deadline, f"the blob trigger did not run: {r.status_code} {r.text[:200]}"
-        time.sleep(0.2)
+
+    def fired(response: httpx.Response) -> bool:
+        try:  # the worker's test: empty (not JSON) until the trigger has run
+            return response.status_code == 200 and response.json()["content"] == data
+        except ValueError:
+            return False
+
+    response = poll(lambda: host.request("GET", "get_blob_triggered"), fired, "the blob trigger to run")
+    assert response.json()["name"] == "python-worker-tests/test-blob-trigger.txt"
 
 
 @pytest.mark.parametrize("app", TABLE_APPS)

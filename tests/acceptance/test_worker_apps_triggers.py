@@ -14,14 +14,14 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 import httpx
 import pytest
 from tests.acceptance.support import run_cli
-from tests.acceptance.worker_apps_support import WorkerAppHost, start_apps, stop_all
+from tests.acceptance.worker_apps_support import WorkerAppHost, poll, start_apps, stop_all
 
 from funchost.clock import SystemClock
 from funchost.settings.app_settings import AppSettings
@@ -72,19 +72,6 @@ def create_table_read_by_every_function(data: Path) -> None:
             await storage.aclose()
 
     asyncio.run(create())
-
-
-def poll(request: Callable[[], httpx.Response], accept: Callable[[httpx.Response], bool], what: str,
-         timeout: float = 20.0) -> httpx.Response:
-    """Repeat `request` until `accept(response)` (the worker's tests sleep and retry instead)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        response = request()
-        if accept(response):
-            return response
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}: last answer {response.status_code} {response.text[:300]}")
-        time.sleep(0.1)
 
 
 # test_queue_functions.py: an HTTP function writes a queue message, the queue trigger writes

@@ -65,6 +65,19 @@ class WorkerAppHost:
             time.sleep(0.1)
 
 
+def poll(request: Callable[[], httpx.Response], accept: Callable[[httpx.Response], bool], what: str,
+         timeout: float = 20.0) -> httpx.Response:
+    """Repeat `request` until `accept(response)` (the worker's tests sleep and retry instead)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        response = request()
+        if accept(response):
+            return response
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}: last answer {response.status_code} {response.text[:300]}")
+        time.sleep(0.1)
+
+
 def copy_app(relative: str, target_root: Path) -> Path:
     """A private copy of `worker_apps/<relative>` (imports must not write into the repository)."""
     target = target_root / relative.replace("/", "__")
