@@ -32,7 +32,7 @@ before/after ratio comes from one run on the same machine.
                           exporting over OTLP/HTTP to a local sink that accepts everything: the
                           span, the metrics and the export thread's CPU are included
 
-The dashboard (the invocation history's middleware piece and its batch writer) is on in every
+The dashboard (the invocation history's recorder and its batch writer) is on in every
 scenario, as `funchost start` runs by default (``--dashboard on``); ``--dashboard off`` measures
 with ``FUNCHOST_DASHBOARD=false``, and ``--dashboard both`` measures both, alternating round by
 round, the off figures under ``<scenario>/no-dashboard``.

@@ -9,6 +9,9 @@ messages through a no-op function, rounds interleaved target by target:
   function, default host.json queue settings (log level Warning, as `queue_bench.py`),
   FUNCTIONS_WORKER_PROCESS_COUNT 1 and 2 (the machine's cores), embedded storage;
 * ``baseline-1`` (with ``--baseline-src DIR``): funchost-1 from another source tree;
+* ``funchost-1-no-dashboard`` / ``funchost-2-no-dashboard`` (with ``--compare-dashboard``): the
+  same with ``FUNCHOST_DASHBOARD=false`` (the dashboard and its invocation history are on by
+  default, so the plain targets record every message's invocation);
 * ``pgqueuer-10`` / ``pgqueuer-32``: a pgqueuer `QueueManager` (asyncpg) with an `async def`
   no-op entrypoint, batch size 10 and 32, `mode=drain`, on a PostgreSQL server started from the
   machine's binaries as the tests start it (`tests/support/postgres.py`: 127.0.0.1, fsync off).
@@ -141,7 +144,8 @@ async def watch(remaining: Callable[[], Awaitable[int]], total: int, process: su
             "cpu_us_per_message": round(cpu / max(drained, 1) * 1e6, 1)}
 
 
-async def funchost_round(work: Path, messages: int, processes: int, src: Path | None = None) -> dict[str, float]:
+async def funchost_round(work: Path, messages: int, processes: int, src: Path | None = None,
+                         dashboard: bool = True) -> dict[str, float]:
     from funchost.clock import SystemClock
     from funchost.settings.app_settings import AppSettings
     from funchost.storage.host_storage import open_storage
@@ -154,7 +158,8 @@ async def funchost_round(work: Path, messages: int, processes: int, src: Path | 
     for start in range(0, messages, 512):
         await asyncio.gather(*(service.put_message("bench", text) for _ in range(min(512, messages - start))))
     env = dict(os.environ, AZURE_FUNCTIONS_ENVIRONMENT="Production", FUNCTIONS_WORKER_PROCESS_COUNT=str(processes),
-               FUNCHOST_STORAGE_ENDPOINTS="off")  # not needed here; by setting, for --baseline-src trees
+               FUNCHOST_STORAGE_ENDPOINTS="off",  # not needed here; by setting, for --baseline-src trees
+               FUNCHOST_DASHBOARD="true" if dashboard else "false")
     if src is not None:  # another source tree first on the path (before/after in one run)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src / "src"), env.get("PYTHONPATH")]))
     spawned = time.perf_counter()
@@ -231,6 +236,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "pgqueuer-10": lambda w: pgqueuer_round(server.dsn, postmaster, args.messages, 10),
         "pgqueuer-32": lambda w: pgqueuer_round(server.dsn, postmaster, args.messages, 32),
     }
+    if args.compare_dashboard:
+        targets["funchost-1-no-dashboard"] = lambda w: funchost_round(w, args.messages, 1, dashboard=False)
+        targets["funchost-2-no-dashboard"] = lambda w: funchost_round(w, args.messages, 2, dashboard=False)
     if args.baseline_src is not None:
         targets["baseline-1"] = lambda w: funchost_round(w, args.messages, 1, args.baseline_src.resolve())
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
@@ -242,23 +250,28 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     rounds[name].append(await target(work))
                 finally:
                     shutil.rmtree(work, ignore_errors=True)
-                print(f"{name:12} {json.dumps(rounds[name][-1])}", flush=True)
+                print(f"{name:24} {json.dumps(rounds[name][-1])}", flush=True)
     finally:
         server.stop()
     results = {name: summary(samples) for name, samples in rounds.items()}
     best_peer = max(results["pgqueuer-10"]["median"], results["pgqueuer-32"]["median"])
     return {
         "environment": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
-        "parameters": {"messages": args.messages, "rounds": args.rounds,
+        "parameters": {"messages": args.messages, "rounds": args.rounds, "compare_dashboard": args.compare_dashboard,
                        "baseline_src": str(args.baseline_src) if args.baseline_src else None},
         "results": results,
         "ratios_to_best_pgqueuer": {name: round(results[name]["median"] / best_peer, 2)
-                                    for name in ("funchost-1", "funchost-2")},
+                                    for name in results if name.startswith("funchost")},
         # CPU per message of the best pgqueuer configuration over funchost's: above 1, funchost
         # needs less CPU per message (the figure a busy machine distorts least).
         "cpu_ratio_best_pgqueuer_to_funchost": {
             name: round(min(results[p]["cpu_us_per_message"]["median"] for p in ("pgqueuer-10", "pgqueuer-32"))
-                        / results[name]["cpu_us_per_message"]["median"], 2) for name in ("funchost-1", "funchost-2")},
+                        / results[name]["cpu_us_per_message"]["median"], 2)
+            for name in results if name.startswith("funchost")},
+        # With --compare-dashboard: msg/s with the dashboard on over off, per process count.
+        "dashboard_on_to_off": {
+            name: round(results[name]["median"] / results[f"{name}-no-dashboard"]["median"], 2)
+            for name in ("funchost-1", "funchost-2") if f"{name}-no-dashboard" in results},
     }
 
 
@@ -267,14 +280,18 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--baseline-src", type=Path, help="a funchost source tree to measure as 'baseline-1'")
+    parser.add_argument("--compare-dashboard", action="store_true",
+                        help="also drain with the dashboard off (FUNCHOST_DASHBOARD=false), same rounds")
     args = parser.parse_args()
     report = asyncio.run(run(args))
-    print(f"{'target':12} {'min':>8} {'median':>8} {'max':>8}  msg/s (first to last completion)   CPU us/msg")
+    print(f"{'target':24} {'min':>8} {'median':>8} {'max':>8}  msg/s (first to last completion)   CPU us/msg")
     for name, row in report["results"].items():
-        print(f"{name:12} {row['min']:>8.0f} {row['median']:>8.0f} {row['max']:>8.0f}"
+        print(f"{name:24} {row['min']:>8.0f} {row['median']:>8.0f} {row['max']:>8.0f}"
               f"   {row['cpu_us_per_message']['median']:>10.1f}")
     print("funchost / best pgqueuer (msg/s medians):", report["ratios_to_best_pgqueuer"])
     print("best pgqueuer / funchost (CPU per message):", report["cpu_ratio_best_pgqueuer_to_funchost"])
+    if report["dashboard_on_to_off"]:
+        print("dashboard on / off (msg/s medians):", report["dashboard_on_to_off"])
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(report, indent=2) + "\n")
     print(f"written to {RESULTS.relative_to(ROOT.parent)}")

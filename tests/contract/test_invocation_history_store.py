@@ -7,6 +7,7 @@ store, so the suite runs on both to check that each backend offers it.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,58 @@ async def test_empty_history(history: InvocationHistoryStore) -> None:
     assert await history.last_seq() == 0
     assert await history.activity() == []
     assert await history.prune(max_count=10, oldest_started=0) == 0
+
+
+async def test_prune_by_count_across_batches_keeps_the_newest_with_their_lines(history: InvocationHistoryStore) -> None:
+    for batch in range(4):  # four batches of five: the limit falls inside the second
+        await history.append([record(n, logs=(LogLine(1.0, "INFO", "c", f"l{n}"),))
+                              for n in range(batch * 5, batch * 5 + 5)])
+    assert await history.prune(max_count=12, oldest_started=0) == 8
+    assert [s.record.id for s in await history.recent(limit=100)] == [f"id-{n}" for n in range(19, 7, -1)]
+    for n in (8, 9, 19):
+        stored = await history.get(f"id-{n}")
+        assert stored is not None and [line.message for line in stored.record.logs] == [f"l{n}"]
+    assert await history.get("id-7") is None
+    activity = {a.function: a for a in await history.activity()}
+    assert activity["hello"].total == 12
+
+
+async def test_prune_by_age_inside_a_batch_keeps_the_young_ones(history: InvocationHistoryStore) -> None:
+    # Records of one batch are written in the order they finished, not the order they started.
+    await history.append([record(1, started=500.0), record(2, started=100.0), record(3, started=400.0),
+                          record(4, started=200.0, logs=(LogLine(1.0, "INFO", "c", "kept?"),))])
+    assert await history.prune(max_count=100, oldest_started=300.0) == 2
+    assert [s.record.id for s in await history.recent()] == ["id-3", "id-1"]
+    assert await history.get("id-4") is None
+
+
+async def test_filtered_pages_span_batches(history: InvocationHistoryStore) -> None:
+    for batch in range(5):
+        await history.append([record(n, function="a" if n % 3 == 0 else "b") for n in range(batch * 4, batch * 4 + 4)])
+    page = await history.recent(function="A", limit=3)
+    assert [s.record.id for s in page] == ["id-18", "id-15", "id-12"]
+    older = await history.recent(function="a", limit=3, before_seq=page[-1].seq)
+    assert [s.record.id for s in older] == ["id-9", "id-6", "id-3"]
+    assert [s.record.id for s in await history.recent(function="a", after_seq=older[0].seq)] == [
+        "id-18", "id-15", "id-12"]
+
+
+async def test_details_of_any_type_are_kept_in_their_json_form(history: InvocationHistoryStore) -> None:
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    odd = InvocationRecord(id="id-odd", function="hello", trigger="eventGridTrigger", reason="test", started=1.0,
+                           duration_ms=1.0, outcome=SUCCEEDED, details={"When": when, "Ids": ("a", "b"), "N": 1})
+    await history.append([odd, record(2)])
+    stored = await history.get("id-odd")
+    assert stored is not None and stored.record.details == {"When": str(when), "Ids": ["a", "b"], "N": 1}
+    assert (await history.get("id-2")) is not None
+
+
+async def test_ids_and_lines_keep_any_text(history: InvocationHistoryStore) -> None:
+    ids = ["é-ünïcode-id", "x" * 300, "lone \udcff surrogate"]
+    line = LogLine(2.0, "ERROR", "Function.hello.User", "ünïcode \udcff and <markup>")
+    await history.append([InvocationRecord(id=i, function="hello", trigger="httpTrigger", reason="test",
+                                           started=1.0, duration_ms=1.0, outcome=SUCCEEDED, logs=(line,))
+                          for i in ids])
+    for i in ids:
+        stored = await history.get(i)
+        assert stored is not None and stored.record.id == i and stored.record.logs == (line,)

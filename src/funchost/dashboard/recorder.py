@@ -1,11 +1,17 @@
-"""The invocation history recorder: an invocation middleware piece and a writer in the background.
+"""The invocation history recorder: an attempt observer of the executor and a writer in the background.
 
-The piece (`registry.MIDDLEWARE_MODULES`, inside the Executing/Executed lines, around binding)
-does no I/O: it notes the attempt as running, lets `LogCapture` collect the log lines written
-while it runs, and on completion appends the request and result to a pending list. The writer
-task turns pending attempts into `InvocationRecord`s and writes them in one transaction per
-batch: when `flush_batch` are waiting, else at most `flush_interval` after the first one. It
-applies the history's limits (count and age) at start and then at most every `prune_interval`.
+The recorder is an attempt observer (`registry.MIDDLEWARE_MODULES`; binding tells it when each
+attempt begins and ends, inside the Executing/Executed lines) and does no I/O there: it notes the
+attempt as running, lets `LogCapture` collect the log lines written
+while it runs, and on completion appends its record, as a plain tuple, to a pending list (a
+failed attempt's stack trace is formatted by the writer). The writer task writes pending
+records in one transaction per batch: when `flush_batch` are waiting, else at
+most `flush_interval` after the first one. It applies the history's limits (count and age) at
+start and then at most every `prune_interval`.
+
+What it does there runs on every invocation while the dashboard is on, so it adds no coroutine
+to the chain, builds one plain tuple and reads the clock's monotonic time only (turned into wall-clock time with an
+offset the writer refreshes): benchmarks/README.md, "The dashboard's cost", has the figures.
 
 If the writer falls `pending_limit` attempts behind (a store that stopped answering), the oldest
 waiting ones are dropped and counted: the history is an observation, never a reason to slow
@@ -16,9 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import marshal
 import traceback
-from collections import deque
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from funchost.clock import Clock
@@ -27,7 +33,7 @@ from funchost.dashboard.options import DashboardOptions, from_settings
 from funchost.invocation.context import current_invocation
 from funchost.invocation.contracts import InvocationRequest, InvocationResult
 from funchost.invocation.http_response import HttpResponseDatum
-from funchost.invocation.middleware import CallNext, Invocation, Middleware
+from funchost.invocation.middleware import Invocation
 from funchost.storage.invocations import (
     FAILED,
     MAX_LOG_LINES,
@@ -44,61 +50,48 @@ if TYPE_CHECKING:
 log = logging.getLogger("funchost.dashboard")
 
 
-def middleware(runtime: Runtime) -> Middleware:
-    """The recorder's piece for this host's executor (`registry.MIDDLEWARE_MODULES`); the
-    dashboard service finds the recorder with ``runtime.services.find(HistoryRecorder)``."""
+def middleware(runtime: Runtime) -> HistoryRecorder | None:
+    """The recorder, an attempt observer of this host's executor (`registry.MIDDLEWARE_MODULES`),
+    or None with the dashboard off; the dashboard service finds it with
+    ``runtime.services.find(HistoryRecorder)``."""
     options = from_settings(runtime.settings)
     if not options.enabled:
-        return pass_through
+        return None
     recorder = HistoryRecorder(runtime.clock, options)
     runtime.services.provide(recorder)
-    return recorder.piece
+    return recorder
 
 
-def pass_through(invocation: Invocation, call_next: CallNext) -> Awaitable[InvocationResult]:
-    """With the dashboard off: no coroutine of its own on the invocation path."""
-    return call_next(invocation)
-
-
-class Attempt:
-    """An attempt while it runs: what the dashboard shows as running, and its log lines so far."""
-
-    __slots__ = ("dropped", "function", "lines", "started")
-
-    def __init__(self, function: str, started: float) -> None:
-        self.function = function
-        self.started = started
-        self.lines: list[LogLine] = []
-        self.dropped = 0
-
-
-class Done:
-    """A finished attempt waiting for the writer: only what its record needs, so the request and
-    result (trigger data, outputs) are freed at once instead of living on until the next batch."""
-
-    __slots__ = ("attempt", "details", "duration_ms", "error", "function", "id", "reason", "result", "retry_count")
-
-    def __init__(self, request: InvocationRequest, result: InvocationResult, attempt: Attempt,
-                 retry_count: int) -> None:
-        self.id = request.invocation_id
-        self.function = request.function
-        self.reason = request.reason
-        self.details = request.details
-        self.attempt = attempt
-        self.duration_ms = result.duration_ms
-        self.error = None if result.succeeded else (result.error, result.error_message)
-        self.result = result_summary(request, result) if result.succeeded else None
-        self.retry_count = retry_count
+# What waits for the writer, per finished attempt: FIELDS values appended to one flat list, in
+# `InvocationRecord`'s field order, with the trigger details and the log lines as marshal bytes
+# and, for a failure, the exception in the stack's place (the writer formats it, off the
+# invocation path). None of these is an object Python's garbage collector tracks: hundreds of
+# records waiting for a batch as tuples, dicts or objects kept the collector's young generation
+# full under load, and a serving host then ran young and full collections several times as often
+# (measured: benchmarks/README.md, "The dashboard's cost"). Only what the record needs is kept, so
+# the request and result (trigger data, outputs) are freed at once.
+FIELDS = len(InvocationRecord._fields)
+STACK = InvocationRecord._fields.index("stack")
+DETAILS = InvocationRecord._fields.index("details")
+LOGS = InvocationRecord._fields.index("logs")
 
 
 class HistoryRecorder:
     def __init__(self, clock: Clock, options: DashboardOptions) -> None:
         self.clock = clock
+        self._monotonic = clock.monotonic
+        self._wall = clock.now().timestamp() - clock.monotonic()  # monotonic + this = seconds since the epoch
         self.options = options
-        self.running: dict[str, Attempt] = {}  # invocation id -> attempt, while it runs
+        # The attempts running now, by invocation id (dict entries only: no object per attempt).
+        self.running: dict[str, Invocation] = {}
+        self._began: dict[str, float] = {}  # monotonic
+        self._lines: dict[str, list[tuple[float, str, str, str]]] = {}  # of running attempts that wrote some
+        self._dropped_lines: dict[str, int] = {}
         self.dropped = 0  # attempts never written (the writer was too far behind)
         self.notifier = Notifier()  # told after each batch is written
-        self._pending: deque[Done] = deque()
+        self._pending: list[Any] = []  # FIELDS values per attempt
+        self._full_at = options.flush_batch * FIELDS
+        self._pending_cap = options.pending_limit * FIELDS
         self._wake = asyncio.Event()  # the first attempt of a batch is waiting
         self._full = asyncio.Event()  # a whole batch is waiting
         self._store: InvocationHistoryStore | None = None
@@ -106,28 +99,63 @@ class HistoryRecorder:
         self._stopping = False
         self._last_prune: float | None = None
 
-    # -- the middleware piece (on every invocation: no I/O) --------------------------------------
+    # -- the attempt observer (on every invocation: no I/O) ----------------------------------------
 
-    async def piece(self, invocation: Invocation, call_next: CallNext) -> InvocationResult:
+    def attempt_started(self, invocation: Invocation) -> None:
+        invocation_id = invocation.request.invocation_id
+        self.running[invocation_id] = invocation
+        self._began[invocation_id] = self._monotonic()
+
+    def attempt_finished(self, invocation: Invocation, result: InvocationResult | None) -> None:
         request = invocation.request
-        attempt = Attempt(request.function.name, self.clock.now().timestamp())
-        running = self.running
-        running[request.invocation_id] = attempt
-        try:
-            result = await call_next(invocation)
-        finally:
-            del running[request.invocation_id]
-        retry = invocation.retry_context
+        invocation_id = request.invocation_id
+        if self.running.pop(invocation_id, None) is None:
+            return
+        began = self._began.pop(invocation_id)
+        lines = self._lines.pop(invocation_id, None) if self._lines else None
+        dropped_lines = self._dropped_lines.pop(invocation_id, 0) if self._dropped_lines else 0
+        if result is None:  # cancelled: the host is stopping
+            return
         pending = self._pending
-        if len(pending) >= self.options.pending_limit:
-            pending.popleft()
+        if len(pending) >= self._pending_cap:
+            del pending[:FIELDS]
             self.dropped += 1
-        pending.append(Done(request, result, attempt, retry.retry_count if retry is not None else 0))
-        if len(pending) == 1:
+        retry = invocation.retry_context
+        function = request.function
+        details: Any = request.details
+        try:
+            details = marshal.dumps(details)
+        except ValueError:  # a value marshal does not take: the mapping itself (rare)
+            pass
+        if result.succeeded:
+            pending.extend((invocation_id, function.name, function.trigger_type, request.reason, began + self._wall,
+                            result.duration_ms, SUCCEEDED, None, None, details, result_summary(request, result),
+                            retry.retry_count if retry is not None else 0, dropped_lines,
+                            marshal.dumps(lines) if lines else None))
+        else:
+            pending.extend((invocation_id, function.name, function.trigger_type, request.reason, began + self._wall,
+                            result.duration_ms, FAILED, clip(result.error_message or "the invocation failed"),
+                            result.error, details, None, retry.retry_count if retry is not None else 0,
+                            dropped_lines, marshal.dumps(lines) if lines else None))
+        if len(pending) == FIELDS:
             self._wake.set()
-        elif len(pending) >= self.options.flush_batch:
+        elif len(pending) >= self._full_at:
             self._full.set()
-        return result
+
+    def capture(self, invocation_id: str, line: tuple[float, str, str, str]) -> None:
+        """A log line of a running attempt (at most MAX_LOG_LINES are kept, the rest counted)."""
+        lines = self._lines.get(invocation_id)
+        if lines is None:
+            self._lines[invocation_id] = [line]
+        elif len(lines) < MAX_LOG_LINES:
+            lines.append(line)
+        else:
+            self._dropped_lines[invocation_id] = self._dropped_lines.get(invocation_id, 0) + 1
+
+    def running_now(self) -> list[tuple[float, str, str]]:
+        """(started, function, invocation id) of each attempt running now, in seconds since the epoch."""
+        return [(self._began[iid] + self._wall, invocation.request.function.name, iid)
+                for iid, invocation in list(self.running.items()) if iid in self._began]
 
     # -- the writer ------------------------------------------------------------------------------
 
@@ -151,7 +179,7 @@ class HistoryRecorder:
             if not self._pending:
                 self._wake.clear()
                 await self.clock.wait(self._wake, self.options.prune_interval)
-            if self._pending and not self._stopping and len(self._pending) < self.options.flush_batch:
+            if self._pending and not self._stopping and len(self._pending) < self._full_at:
                 self._full.clear()
                 await self.clock.wait(self._full, self.options.flush_interval)
             await self.flush()
@@ -161,11 +189,11 @@ class HistoryRecorder:
         store = self._store
         if store is None:
             return 0
-        batch = list(self._pending)
-        self._pending.clear()
+        batch, self._pending = self._pending, []
         written = 0
+        self._wall = self.clock.now().timestamp() - self.clock.monotonic()  # follows changes of the system time
         if batch:
-            records = [to_record(done) for done in batch]
+            records = [to_record(batch[i:i + FIELDS]) for i in range(0, len(batch), FIELDS)]
             try:
                 await store.append(records)
                 written = len(records)
@@ -179,11 +207,11 @@ class HistoryRecorder:
             self.notifier.notify()
         return written
 
-    def _requeue(self, batch: list[Done]) -> None:
-        room = max(0, self.options.pending_limit - len(self._pending))
-        keep = batch[-room:] if room else []
-        self.dropped += len(batch) - len(keep)
-        self._pending.extendleft(reversed(keep))
+    def _requeue(self, batch: list[Any]) -> None:
+        room = max(0, self._pending_cap - len(self._pending))
+        keep = batch[len(batch) - room:] if room < len(batch) else batch
+        self.dropped += (len(batch) - len(keep)) // FIELDS
+        self._pending[:0] = keep
 
     async def _prune(self) -> None:
         store = self._store
@@ -217,14 +245,10 @@ class LogCapture(logging.Handler):
             if info is None:
                 return False
             invocation_id = info.invocation_id
-        attempt = self.recorder.running.get(invocation_id)
-        if attempt is None or (self.accept is not None and not self.accept.filter(record)):
+        if invocation_id not in self.recorder.running or (self.accept is not None and not self.accept.filter(record)):
             return False
-        if len(attempt.lines) >= MAX_LOG_LINES:
-            attempt.dropped += 1
-            return False
-        attempt.lines.append(LogLine(record.created, record.levelname, str(getattr(record, "category", record.name)),
-                                     clip(_message(record))))
+        self.recorder.capture(invocation_id, (record.created, record.levelname,
+                                              str(getattr(record, "category", record.name)), clip(_message(record))))
         return True
 
     def emit(self, record: logging.LogRecord) -> None:  # handle() does the work
@@ -245,18 +269,16 @@ def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more characters)"
 
 
-def to_record(done: Done) -> InvocationRecord:
-    error = stack = None
-    if done.error is not None:
-        exc, message = done.error
-        error = clip(message or "the invocation failed")
-        if exc is not None:
-            stack = clip("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip())
-    attempt, function = done.attempt, done.function
-    return InvocationRecord(
-        done.id, function.name, function.trigger_type, done.reason, attempt.started, done.duration_ms,
-        SUCCEEDED if done.error is None else FAILED, error, stack, done.details, done.result, done.retry_count,
-        tuple(attempt.lines), attempt.dropped)
+def to_record(values: list[Any]) -> InvocationRecord:
+    """The record of one pending attempt (its FIELDS values, changed in place)."""
+    stack = values[STACK]
+    if isinstance(stack, BaseException):
+        values[STACK] = clip("".join(traceback.format_exception(type(stack), stack, stack.__traceback__)).rstrip())
+    details = values[DETAILS]
+    values[DETAILS] = marshal.loads(details) if type(details) is bytes else dict(details)
+    lines = values[LOGS]
+    values[LOGS] = tuple(map(LogLine._make, marshal.loads(lines))) if lines is not None else ()
+    return InvocationRecord._make(values)
 
 
 def result_summary(request: InvocationRequest, result: InvocationResult) -> str | None:
@@ -264,6 +286,10 @@ def result_summary(request: InvocationRequest, result: InvocationResult) -> str 
     outputs = result.outputs
     if not outputs:
         return "HTTP 200" if request.function.is_http else None  # no output: the host answers 200
+    if len(outputs) == 1:  # the common case, an HTTP function's response on the lean path: no sorting
+        (datum,) = outputs.values()
+        if type(datum) is HttpResponseDatum:
+            return f"HTTP {_status(datum.parts.status_code)}"
     names = sorted(outputs)
     parts = []
     for name in names:

@@ -2,8 +2,7 @@
 
 At start it opens the invocation history (the data folder's store), starts the recorder's writer
 and its log capture, and mounts the dashboard's app at ``/_funchost`` on the host's port. With
-``FUNCHOST_DASHBOARD=false`` none of this happens (and the recorder's piece passes calls
-through). Sections find it with ``view.dashboard``; others with
+``FUNCHOST_DASHBOARD=false`` none of this happens (and no recorder observes the executor). Sections find it with ``view.dashboard``; others with
 ``runtime.services.find(DashboardService)``.
 """
 

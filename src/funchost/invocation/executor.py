@@ -32,7 +32,7 @@ from funchost.invocation.context import (
 )
 from funchost.invocation.contracts import InvocationRequest, InvocationResult
 from funchost.invocation.log import log_invocation
-from funchost.invocation.middleware import CallNext, Invocation, Middleware, compose
+from funchost.invocation.middleware import AttemptObserver, CallNext, Invocation, Middleware, compose
 from funchost.invocation.pieces import FaultPoints, FunctionTimeout, track_activity
 from funchost.invocation.plan import INPUT, OUT, TRIGGER, InvocationPlan
 from funchost.invocation.retry import RetryPolicy
@@ -63,11 +63,11 @@ def thread_count_from(value: str | None) -> int:
 
 
 class Executor:
-    def __init__(self, runtime: Runtime, *, middleware: Sequence[Middleware] | None = None,
+    def __init__(self, runtime: Runtime, *, middleware: Sequence[Middleware | AttemptObserver | None] | None = None,
                  rng: random.Random | None = None) -> None:
         """`middleware`: pieces of features that see every attempt and its result (tracing,
-        metrics); they run inside the log lines and around binding. By default, those of
-        `registry.MIDDLEWARE_MODULES`."""
+        metrics), run inside the log lines and around binding, and observers binding tells of
+        each attempt. By default, those of `registry.MIDDLEWARE_MODULES`."""
         self.runtime = runtime
         self._pool = FunctionThreadPool(thread_count_from(runtime.settings.get("PYTHON_THREADPOOL_THREAD_COUNT")),
                                         "function")
@@ -76,11 +76,18 @@ class Executor:
         self._retry = RetryPolicy(runtime.clock, self._stopping, rng)
         timeout = runtime.options.function_timeout
         if middleware is None:  # a factory returns None when its feature is off: no piece at all
-            middleware = [piece for piece in (factory(runtime) for factory in registry.middleware_factories())
-                          if piece is not None]
+            middleware = [factory(runtime) for factory in registry.middleware_factories()]
+        pieces: list[Middleware] = []
+        observers: list[AttemptObserver] = []
+        for made in middleware:
+            if isinstance(made, AttemptObserver):
+                observers.append(made)
+            elif made is not None:
+                pieces.append(made)
+        self._observers = tuple(observers)
         self._attempt: list[Middleware] = [
             log_invocation,
-            *middleware,
+            *pieces,
             self._bind,
             track_activity,
             FaultPoints(runtime.faults),
@@ -116,6 +123,9 @@ class Executor:
         """The attempt's result: failures below this piece (conversion, the function, its outputs)
         become a failed result here; output bindings are written only on success."""
         plan, request = invocation.plan, invocation.request
+        observers = self._observers
+        for observer in observers:
+            observer.attempt_started(invocation)
         started = time.perf_counter()
         result = invocation.result = InvocationResult(request.invocation_id, plan.function.name, succeeded=False)
         try:
@@ -131,10 +141,14 @@ class Executor:
                     await self._write_outputs(plan, outputs, request)
             result.succeeded = True
         except asyncio.CancelledError:
+            for observer in observers:
+                observer.attempt_finished(invocation, None)
             raise
         except BaseException as exc:  # noqa: BLE001 - the executor never raises into listeners
             result.error = exc
         result.duration_ms = (time.perf_counter() - started) * 1000
+        for observer in observers:
+            observer.attempt_finished(invocation, result)
         return result
 
     def _arguments(self, invocation: Invocation) -> dict[str, OutValue]:

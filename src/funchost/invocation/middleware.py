@@ -13,13 +13,18 @@ becomes a failed result), activity tracking, the ``function.before/after`` fault
 ``functionTimeout`` (when set), then the call.
 Pieces above binding get a finished `InvocationResult` and must not raise; pieces below it let
 failures propagate as exceptions, and the result they return is the one binding completes.
-A feature that needs to see every invocation (tracing, metrics) adds a piece.
+A feature that needs to see every invocation (tracing, metrics) adds a piece. A feature that
+only needs to know when each attempt begins and ends (the dashboard's history) is an
+`AttemptObserver` instead: binding calls it, so it adds no coroutine to the chain. That matters:
+each coroutine piece is one more frame held across the await of every call, and measured on a
+serving host with sync functions one pass-through piece cost more CPU per request than all the
+history's recording (benchmarks/README.md, "The dashboard's cost").
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from funchost.invocation.context import RetryContext
 from funchost.invocation.contracts import InvocationRequest, InvocationResult
@@ -41,6 +46,16 @@ class Invocation:
         self.kwargs: dict[str, Any] = {}  # the user function's arguments (set by binding)
         self.value: Any = None  # what the user function returned
         self.result: InvocationResult | None = None  # the attempt's result (created by binding)
+
+
+@runtime_checkable
+class AttemptObserver(Protocol):
+    """Told when each attempt's binding begins and ends, on the event loop; must not raise."""
+
+    def attempt_started(self, invocation: Invocation) -> None: ...
+
+    def attempt_finished(self, invocation: Invocation, result: InvocationResult | None) -> None:
+        """`result` is the attempt's result, or None when it was cancelled (the host stopping)."""
 
 
 CallNext = Callable[[Invocation], Awaitable[InvocationResult]]

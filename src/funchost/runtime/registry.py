@@ -3,8 +3,9 @@
 Triggers and bindings are keyed by the library's type strings; each module exposes ``SUPPORT``
 (a `TriggerSupport` / `BindingSupport`). Host-wide services are modules exposing ``start``
 (a `HostServiceStart`), started with every host. Invocation pieces (tracing, metrics, ...) are
-modules exposing ``middleware(runtime)`` returning a `Middleware` the executor adds to its chain
-(or None when the feature is off for this host: nothing is added).
+modules exposing ``middleware(runtime)`` returning a `Middleware` the executor adds to its chain,
+an `AttemptObserver` binding calls (no piece of its own), or None when the feature is off for
+this host (nothing is added).
 Adding one is a new module and ONE line here.
 
 Modules are imported lazily, so an app only pays for what it uses, and a type whose module is
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import cast
 
-from funchost.invocation.middleware import Middleware
+from funchost.invocation.middleware import AttemptObserver, Middleware
 from funchost.runtime.contracts import BindingSupport, HostServiceStart, Runtime, TriggerSupport
 
 TRIGGER_MODULES: dict[str, str] = {
@@ -89,9 +90,10 @@ def host_service_starts() -> list[HostServiceStart]:
     return [cast(HostServiceStart, module.start) for module in found if module is not None]
 
 
-def middleware_factories() -> list[Callable[[Runtime], Middleware | None]]:
+def middleware_factories() -> list[Callable[[Runtime], Middleware | AttemptObserver | None]]:
     found = (_module(name) for name in MIDDLEWARE_MODULES)
-    return [cast(Callable[[Runtime], Middleware | None], module.middleware) for module in found if module is not None]
+    return [cast(Callable[[Runtime], Middleware | AttemptObserver | None], module.middleware)
+            for module in found if module is not None]
 
 
 def require_trigger(trigger_type: str) -> TriggerSupport:

@@ -10,8 +10,9 @@ docs/dashboard.md). Several hosts on one data folder share one history.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, NamedTuple, Protocol
 
 SUCCEEDED = "succeeded"
 FAILED = "failed"
@@ -22,16 +23,17 @@ MAX_LOG_LINES = 200  # per invocation; later lines are counted, not kept
 MAX_MESSAGE_CHARS = 8_000  # per log line, error message or stack trace
 
 
-@dataclass(frozen=True, slots=True)
-class LogLine:
+NO_DETAILS: Mapping[str, Any] = MappingProxyType({})
+
+
+class LogLine(NamedTuple):  # a tuple: built for every line an invocation writes, stored as one
     time: float  # seconds since the epoch
     level: str  # "INFO", "WARNING", ...
     category: str  # "Function.<name>.User", "Host.Triggers.Queue", ...
     message: str
 
 
-@dataclass(slots=True)  # not frozen: built for every invocation, and frozen fields cost a call each
-class InvocationRecord:
+class InvocationRecord(NamedTuple):  # a tuple: one is built for every invocation the dashboard records
     id: str
     function: str
     trigger: str  # the trigger's binding type ("queueTrigger", ...)
@@ -41,11 +43,11 @@ class InvocationRecord:
     outcome: str  # SUCCEEDED | FAILED
     error: str | None = None  # "<ExceptionType>: <message>"
     stack: str | None = None
-    details: Mapping[str, Any] = field(default_factory=dict)  # the trigger's details (MessageId, ...)
+    details: Mapping[str, Any] = NO_DETAILS  # the trigger's details (MessageId, ...)
     result: str | None = None  # a short summary of what it produced ("HTTP 200", "outputs: msg")
     retry_count: int = 0
-    logs: tuple[LogLine, ...] = ()
     dropped_logs: int = 0  # lines past MAX_LOG_LINES
+    logs: tuple[LogLine, ...] = ()  # last: a store may keep the lines apart from the rest
 
 
 @dataclass(frozen=True)

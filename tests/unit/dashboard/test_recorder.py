@@ -13,7 +13,7 @@ from tests.unit.dashboard.support import dashboard, dashboard_host
 
 from funchost.clock import ManualClock
 from funchost.dashboard.options import DashboardOptions
-from funchost.dashboard.recorder import HistoryRecorder, LogCapture, middleware, pass_through
+from funchost.dashboard.recorder import HistoryRecorder, LogCapture, middleware
 from funchost.invocation.contracts import InvocationRequest
 from funchost.storage.invocations import FAILED, InvocationRecord
 from funchost.testing import HostHarness, write_app
@@ -79,27 +79,22 @@ async def test_a_full_batch_is_written_without_waiting(tmp_path: Path) -> None:
     store = CountingStore()
     async with dashboard_host(tmp_path, APP) as host:
         await recorder.start(store)  # type: ignore[arg-type]
-        invoke = host.runtime.invoker
         for n in range(2):
-            await recorder.piece(_invocation(host, f"b{n}"), _call(invoke))
+            await _observed(recorder, host, f"b{n}")
         for _ in range(50):
             await asyncio.sleep(0)
         assert len(store.batches) == 1 and len(store.batches[0]) == 2
         await recorder.stop()
 
 
-def _invocation(host: HostHarness, value: str):  # type: ignore[no-untyped-def]
+async def _observed(recorder: HistoryRecorder, host: HostHarness, value: str) -> None:
+    """One attempt of `work`, told to `recorder` as binding tells its observers."""
     from funchost.invocation.middleware import Invocation
 
     req = request(host, "work", value)
-    return Invocation(req, host.runtime.invoker.plan(req.function))  # type: ignore[attr-defined]
-
-
-def _call(invoker):  # type: ignore[no-untyped-def]
-    async def call(invocation):  # type: ignore[no-untyped-def]
-        return await invoker.invoke(invocation.request)
-
-    return call
+    invocation = Invocation(req, host.runtime.invoker.plan(req.function))  # type: ignore[attr-defined]
+    recorder.attempt_started(invocation)
+    recorder.attempt_finished(invocation, await host.runtime.invoker.invoke(req))
 
 
 async def test_a_failing_store_keeps_the_records_for_the_next_batch(tmp_path: Path) -> None:
@@ -107,7 +102,7 @@ async def test_a_failing_store_keeps_the_records_for_the_next_batch(tmp_path: Pa
     store = CountingStore()
     async with dashboard_host(tmp_path, APP) as host:
         await recorder.start(store)  # type: ignore[arg-type]
-        await recorder.piece(_invocation(host, "x"), _call(host.runtime.invoker))
+        await _observed(recorder, host, "x")
         store.fail = True
         assert await recorder.flush() == 0
         store.fail = False
@@ -120,7 +115,7 @@ async def test_past_the_pending_limit_the_oldest_are_dropped_and_counted(tmp_pat
     recorder = HistoryRecorder(ManualClock(), DashboardOptions(pending_limit=3, flush_batch=100))
     async with dashboard_host(tmp_path, APP) as host:
         for n in range(5):
-            await recorder.piece(_invocation(host, f"p{n}"), _call(host.runtime.invoker))
+            await _observed(recorder, host, f"p{n}")
         store = CountingStore()
         recorder._store = store  # type: ignore[assignment]
         await recorder.flush()
@@ -195,7 +190,7 @@ async def test_with_the_dashboard_off_nothing_is_recorded(tmp_path: Path) -> Non
         assert host.runtime.services.find(HistoryRecorder) is None
         assert (await host.runtime.invoker.invoke(request(host, "work", "x"))).succeeded
         assert not any(isinstance(h, LogCapture) for h in logging.getLogger().handlers)
-        assert middleware(host.runtime) is pass_through
+        assert middleware(host.runtime) is None
 
 
 def test_a_lean_http_response_is_summarised_without_building_its_datum() -> None:
@@ -218,3 +213,31 @@ def test_a_lean_http_response_is_summarised_without_building_its_datum() -> None
     assert result_summary(request, result) == "HTTP 201"  # type: ignore[arg-type]
     converter_style = Datum(type="http", value={"status_code": Datum("404", "string")})
     assert result_summary(request, SimpleNamespace(outputs={"$return": converter_style})) == "HTTP 404"  # type: ignore[arg-type]
+
+
+CANCELLED_APP = """
+import asyncio
+import azure.functions as func
+app = func.FunctionApp()
+
+@app.queue_trigger(arg_name="msg", queue_name="work", connection="AzureWebJobsStorage")
+async def work(msg: str) -> None:
+    await asyncio.Event().wait()
+"""
+
+
+async def test_the_recorder_adds_no_piece_and_forgets_a_cancelled_attempt(tmp_path: Path) -> None:
+    async with dashboard_host(tmp_path, CANCELLED_APP) as host:
+        recorder = dashboard(host).recorder
+        assert recorder is not None
+        invoker = host.runtime.invoker
+        assert recorder in invoker._observers  # type: ignore[attr-defined]
+        assert recorder.attempt_finished not in invoker._attempt  # type: ignore[attr-defined]
+        running = asyncio.ensure_future(invoker.invoke(request(host, "work", "stuck")))
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert [function for _, function, _ in recorder.running_now()] == ["work"]
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        assert recorder.running_now() == [] and recorder._pending == []  # not recorded, not leaked
+        assert recorder._began == {}

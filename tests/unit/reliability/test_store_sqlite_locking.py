@@ -51,3 +51,41 @@ def test_a_write_cannot_join_a_read(tmp_path):
         with pytest.raises(JobStoreError), db.transaction() as tx:
             tx.execute("DELETE FROM jobs")
     db.close()
+
+
+@pytest.mark.parametrize("kind", ["transaction", "read"])
+def test_close_waits_for_a_transaction_running_on_another_thread(tmp_path, kind):
+    # Closing a connection under a statement another thread runs crashed the process (a host
+    # stopping while a lease was being taken); close now lets the transaction end first.
+    store = JobStore(SqliteDatabase(tmp_path / "jobs.db"))
+    store.intake.accept(NewJob("j1", "t", "u", "e"), OutboxMessage("q", "{}"))
+    inside, release, outcome = threading.Event(), threading.Event(), []
+
+    def worker():
+        try:
+            with getattr(store.db, kind)() as tx:
+                inside.set()
+                release.wait(5)
+                if kind == "transaction":
+                    tx.execute("UPDATE jobs SET reason = 'x' WHERE job_id = 'j1'")
+                outcome.append(tx.one("SELECT reason FROM jobs WHERE job_id = 'j1'"))
+        except Exception as exc:  # noqa: BLE001 - recorded for the assertion
+            outcome.append(exc)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert inside.wait(5)
+    closer = threading.Thread(target=store.db.close)
+    closer.start()
+    closer.join(0.3)
+    assert closer.is_alive()  # waiting for the transaction, not closing under it
+    release.set()
+    thread.join(5)
+    closer.join(5)
+    assert not closer.is_alive()
+    assert outcome == [{"reason": "x" if kind == "transaction" else None}]
+    with pytest.raises(JobStoreError):
+        store.jobs.get("j1")  # closed now
+    reopened = JobStore(SqliteDatabase(tmp_path / "jobs.db"))
+    assert reopened.jobs.get("j1").reason == ("x" if kind == "transaction" else None)
+    reopened.db.close()

@@ -56,8 +56,7 @@ def _filters(view: View, functions: list[str]) -> Markup:
 def _running(view: View) -> Markup:
     recorder = view.dashboard.recorder
     now = view.runtime.clock.now().timestamp()
-    rows = sorted(((a.started, a.function, iid) for iid, a in (recorder.running.items() if recorder else [])),
-                  reverse=True)[:PAGE_SIZE]
+    rows = sorted(recorder.running_now() if recorder else [], reverse=True)[:PAGE_SIZE]
     return table("Invocations running now", ["Started", "Function", "Running for", "Id"],
                  [[when(started), function, f"{max(0.0, now - started):.1f} s", iid] for started, function, iid in rows],
                  empty="Nothing is running.", live="running")

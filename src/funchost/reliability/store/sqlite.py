@@ -39,6 +39,9 @@ _writer_locks: dict[str, threading.Lock] = {}
 _writer_locks_guard = threading.Lock()
 
 
+CLOSE_WAIT = 30.0  # seconds `close` waits for a transaction running on another thread
+
+
 def writer_lock(path: Path) -> threading.Lock:
     """The process-wide lock serialising writers of the SQLite file at `path`."""
     key = os.path.realpath(path)
@@ -98,6 +101,10 @@ class SqliteDatabase(Database):
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
+        # Per connection, held while its thread runs a transaction or read: `close` waits for it,
+        # because closing a connection under a statement another thread is running crashes the
+        # process (the sqlite3 module does not guard against it).
+        self._in_use: dict[sqlite3.Connection, threading.Lock] = {}
         self._closed = False
 
     def _connect(self) -> sqlite3.Connection:
@@ -116,8 +123,10 @@ class SqliteDatabase(Database):
         self._local.conn = conn
         self._local.depth = 0
         self._local.reading = False
+        self._local.in_use = threading.Lock()
         with self._lock:
             self._connections.append(conn)
+            self._in_use[conn] = self._local.in_use
         return conn
 
     @contextmanager
@@ -133,6 +142,8 @@ class SqliteDatabase(Database):
         started = time.monotonic()
         if not self._writer.acquire(timeout=-1 if limit is None else limit):
             raise StoreUnavailable(f"sqlite: the jobs database is busy (no write lock within {limit:g} s)")
+        in_use = self._local.in_use
+        in_use.acquire()
         try:
             self._begin_immediate(conn, None if limit is None else limit - (time.monotonic() - started))
             self._local.depth = 1
@@ -149,6 +160,7 @@ class SqliteDatabase(Database):
                 _rollback(conn)
                 raise
         finally:
+            in_use.release()
             self._writer.release()
 
     def _begin_immediate(self, conn: sqlite3.Connection, wait: float | None) -> None:
@@ -170,14 +182,29 @@ class SqliteDatabase(Database):
             with self._joined(_SqliteTx(conn)) as read_tx:
                 yield read_tx
             return
-        _guard(lambda: conn.execute("BEGIN"))  # deferred: a snapshot, no write lock
-        self._local.depth, self._local.reading = 1, True
-        try:
-            yield _SqliteTx(conn)
-        finally:
-            self._local.depth, self._local.reading = 0, False
-            _rollback(conn)
+        in_use = self._local.in_use
+        with in_use:
+            _guard(lambda: conn.execute("BEGIN"))  # deferred: a snapshot, no write lock
+            self._local.depth, self._local.reading = 1, True
+            try:
+                yield _SqliteTx(conn)
+            finally:
+                self._local.depth, self._local.reading = 0, False
+                _rollback(conn)
 
     def close(self) -> None:
         self._closed = True
-        self._close_connections(sqlite3.Error)
+        with self._lock:
+            in_use, self._in_use = self._in_use, {}
+            self._connections.clear()
+        for conn, lock in in_use.items():
+            # A transaction running on another thread ends first; one that does not end within
+            # CLOSE_WAIT leaves its connection open (a leak, where closing would crash).
+            if lock.acquire(timeout=CLOSE_WAIT):
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+                finally:
+                    lock.release()
+        self._local = threading.local()
