@@ -122,11 +122,11 @@ class HistoryRecorder:
             self.dropped += 1
         retry = invocation.retry_context
         function = request.function
-        details: Any = request.details
+        details: bytes | Mapping[str, Any]
         try:
-            details = marshal.dumps(details)
-        except ValueError:  # a value marshal does not take: the mapping itself (rare)
-            pass
+            details = marshal.dumps(request.details)  # type: ignore[arg-type]  # a ValueError if not plain
+        except ValueError:  # a value marshal does not take (the queue's InsertedOn datetime): its text
+            details = _plain_details(request.details)
         if result.succeeded:
             pending.extend((invocation_id, function.name, function.trigger_type, request.reason, began + self._wall,
                             result.duration_ms, SUCCEEDED, None, None, details, result_summary(request, result),
@@ -267,6 +267,19 @@ def _message(record: logging.LogRecord) -> str:
 
 def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more characters)"
+
+
+_PLAIN = (str, int, float, bool, type(None), list, tuple, dict)
+
+
+def _plain_details(details: Mapping[str, Any]) -> bytes | Mapping[str, Any]:
+    """The details with each value marshal does not take as its text (as the store would write it);
+    the mapping itself if that is not enough (the store's JSON fallback handles it)."""
+    plain = {str(key): value if isinstance(value, _PLAIN) else str(value) for key, value in details.items()}
+    try:
+        return marshal.dumps(plain)
+    except ValueError:
+        return details
 
 
 def to_record(values: list[Any]) -> InvocationRecord:

@@ -13,7 +13,7 @@ from tests.unit.dashboard.support import dashboard, dashboard_host
 
 from funchost.clock import ManualClock
 from funchost.dashboard.options import DashboardOptions
-from funchost.dashboard.recorder import HistoryRecorder, LogCapture, middleware
+from funchost.dashboard.recorder import DETAILS, HistoryRecorder, LogCapture, middleware
 from funchost.invocation.contracts import InvocationRequest
 from funchost.storage.invocations import FAILED, InvocationRecord
 from funchost.testing import HostHarness, write_app
@@ -241,3 +241,26 @@ async def test_the_recorder_adds_no_piece_and_forgets_a_cancelled_attempt(tmp_pa
         await asyncio.gather(running, return_exceptions=True)
         assert recorder.running_now() == [] and recorder._pending == []  # not recorded, not leaked
         assert recorder._began == {}
+
+
+async def test_details_marshal_does_not_take_are_kept_as_text(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from funchost.invocation.middleware import Invocation
+
+    recorder = HistoryRecorder(ManualClock(), DashboardOptions(flush_interval=3600))
+    store = CountingStore()
+    when = datetime(2026, 12, 3, 17, 0, tzinfo=UTC)
+    async with dashboard_host(tmp_path, APP) as host:
+        await recorder.start(store)  # type: ignore[arg-type]
+        req = InvocationRequest(function=host.runtime.functions["work"], trigger_value=Datum("q", "string"),
+                                reason="test", details={"MessageId": "q", "DequeueCount": 1, "InsertedOn": when,
+                                                        "Ids": ["a", "b"]})
+        invocation = Invocation(req, host.runtime.invoker.plan(req.function))  # type: ignore[attr-defined]
+        recorder.attempt_started(invocation)
+        recorder.attempt_finished(invocation, await host.runtime.invoker.invoke(req))
+        assert type(recorder._pending[DETAILS]) is bytes  # waits as bytes, not as a tracked dict
+        assert await recorder.flush() == 1
+        assert store.batches[0][0].details == {"MessageId": "q", "DequeueCount": 1, "InsertedOn": str(when),
+                                               "Ids": ["a", "b"]}
+        await recorder.stop()
