@@ -87,6 +87,7 @@ class HistoryRecorder:
         self._began: dict[str, float] = {}  # monotonic
         self._lines: dict[str, list[tuple[float, str, str, str]]] = {}  # of running attempts that wrote some
         self._dropped_lines: dict[str, int] = {}
+        self._plain_first: set[str] = set()  # functions whose trigger details hold values marshal does not take
         self.dropped = 0  # attempts never written (the writer was too far behind)
         self.notifier = Notifier()  # told after each batch is written
         self._pending: list[Any] = []  # FIELDS values per attempt
@@ -116,17 +117,21 @@ class HistoryRecorder:
         dropped_lines = self._dropped_lines.pop(invocation_id, 0) if self._dropped_lines else 0
         if result is None:  # cancelled: the host is stopping
             return
+        function = request.function
         pending = self._pending
         if len(pending) >= self._pending_cap:
             del pending[:FIELDS]
             self.dropped += 1
         retry = invocation.retry_context
-        function = request.function
         details: bytes | Mapping[str, Any]
-        try:
-            details = marshal.dumps(request.details)  # type: ignore[arg-type]  # a ValueError if not plain
-        except ValueError:  # a value marshal does not take (the queue's InsertedOn datetime): its text
+        if function.name in self._plain_first:
             details = _plain_details(request.details)
+        else:
+            try:
+                details = marshal.dumps(request.details)  # type: ignore[arg-type]  # a ValueError if not plain
+            except ValueError:  # a value marshal does not take (the queue's InsertedOn datetime): its text
+                self._plain_first.add(function.name)  # the same trigger's next details: no failed attempt
+                details = _plain_details(request.details)
         if result.succeeded:
             pending.extend((invocation_id, function.name, function.trigger_type, request.reason, began + self._wall,
                             result.duration_ms, SUCCEEDED, None, None, details, result_summary(request, result),
