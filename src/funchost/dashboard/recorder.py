@@ -1,17 +1,17 @@
 """The invocation history recorder: an attempt observer of the executor and a writer in the background.
 
-The recorder is an attempt observer (`registry.MIDDLEWARE_MODULES`; binding tells it when each
-attempt begins and ends, inside the Executing/Executed lines) and does no I/O there: it notes the
-attempt as running, lets `LogCapture` collect the log lines written
-while it runs, and on completion appends its record, as a plain tuple, to a pending list (a
-failed attempt's stack trace is formatted by the writer). The writer task writes pending
-records in one transaction per batch: when `flush_batch` are waiting, else at
-most `flush_interval` after the first one. It applies the history's limits (count and age) at
-start and then at most every `prune_interval`.
+Binding tells the recorder when each attempt begins and ends (it is an `AttemptObserver`, listed
+in `registry.MIDDLEWARE_MODULES`, inside the Executing/Executed lines). There it does no I/O: it
+notes the attempt as running, lets `LogCapture` collect the log lines written while it runs, and
+on completion appends the record's values to a pending list (a failed attempt's stack trace is
+formatted by the writer). The writer task writes pending records in one transaction per batch:
+when `flush_batch` are waiting, else at most `flush_interval` after the first one. It applies
+the history's limits (count and age) at start and then at most every `prune_interval`.
 
-What it does there runs on every invocation while the dashboard is on, so it adds no coroutine
-to the chain, builds one plain tuple and reads the clock's monotonic time only (turned into wall-clock time with an
-offset the writer refreshes): benchmarks/README.md, "The dashboard's cost", has the figures.
+What it does at each attempt's start and end runs on every invocation while the dashboard is
+on, so it adds no coroutine to the chain, creates no object the garbage collector tracks, and
+reads only the clock's monotonic time (made wall-clock time with an offset the writer
+refreshes): benchmarks/README.md, "The dashboard's cost", has the figures.
 
 If the writer falls `pending_limit` attempts behind (a store that stopped answering), the oldest
 waiting ones are dropped and counted: the history is an observation, never a reason to slow
