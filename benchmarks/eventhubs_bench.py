@@ -149,16 +149,7 @@ def main() -> None:
     names = args.only.split(",") if args.only else SCENARIOS
     figures = same_run.rounds(__file__, names, ["--events", str(args.events)], args.rounds, args.baseline_src,
                               "per_second")
-    print(f"{'scenario':<18} {'min':>7} {'median':>7} {'max':>7} /s" +
-          "  CPU us/item" +
-          ("   baseline median  CPU us  ratio" if "baseline" in figures else ""))
-    for name in names:
-        row = figures["current"][name]
-        line = f"{name:<18} {row['min']:>7} {row['median']:>7} {row['max']:>7}  {row.get('cpu_us_median', '-'):>11}"
-        if "baseline" in figures:
-            base = figures["baseline"][name]
-            line += f"   {base['median']:>15}  {base.get('cpu_us_median', '-'):>6}  {row['median'] / base['median']:5.2f}"
-        print(line)
+    same_run.print_table(figures, names, "/s", 18)
     report: dict[str, Any] = {
         "environment": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
         "parameters": {"events": args.events, "rounds": args.rounds,

@@ -55,3 +55,17 @@ def summary(figures: list[dict[str, Any]], key: str) -> dict[str, Any]:
     if len(cpu) == len(figures):
         result["cpu_us_median"] = statistics.median(cpu)
     return result | {"runs": figures}
+
+
+def print_table(figures: dict[str, Any], scenarios: Sequence[str], unit: str, width: int) -> None:
+    """The figures of `rounds` as a table: min / median / max per scenario, its CPU per item and,
+    when a baseline tree ran, the baseline's median and the ratio to it."""
+    print(f"{'scenario':<{width}} {'min':>7} {'median':>7} {'max':>7} {unit}" + "  CPU us/item" +
+          ("   baseline median  CPU us  ratio" if "baseline" in figures else ""))
+    for name in scenarios:
+        row = figures["current"][name]
+        line = f"{name:<{width}} {row['min']:>7} {row['median']:>7} {row['max']:>7}  {row.get('cpu_us_median', '-'):>11}"
+        if "baseline" in figures:
+            base = figures["baseline"][name]
+            line += f"   {base['median']:>15}  {base.get('cpu_us_median', '-'):>6}  {row['median'] / base['median']:5.2f}"
+        print(line)

@@ -145,16 +145,7 @@ def main() -> None:
     names = args.only.split(",") if args.only else SCENARIOS
     figures = same_run.rounds(__file__, names, ["--messages", str(args.messages)], args.rounds, args.baseline_src,
                               "messages_per_second")
-    print(f"{'scenario':<24} {'min':>7} {'median':>7} {'max':>7} msg/s" +
-          "  CPU us/item" +
-          ("   baseline median  CPU us  ratio" if "baseline" in figures else ""))
-    for name in names:
-        row = figures["current"][name]
-        line = f"{name:<24} {row['min']:>7} {row['median']:>7} {row['max']:>7}  {row.get('cpu_us_median', '-'):>11}"
-        if "baseline" in figures:
-            base = figures["baseline"][name]
-            line += f"   {base['median']:>15}  {base.get('cpu_us_median', '-'):>6}  {row['median'] / base['median']:5.2f}"
-        print(line)
+    same_run.print_table(figures, names, "msg/s", 24)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {
         "environment": {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version,

@@ -11,40 +11,10 @@ import pytest
 
 from funchost.testing import HostHarness, write_app
 
-# The Python worker's tests/endtoend/table_functions/table_functions_stein app, unmodified,
+# The Python worker's tests/endtoend/table_functions/table_functions_stein app (its vendored, unmodified copy),
 # followed by functions for the other shapes the extension supports.
-WORKER_APP = '''
-import json
-import uuid
-
-import azure.functions as func
-
-app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
-
-
-@app.function_name(name="table_in_binding")
-@app.route(route="table_in_binding/{id}")
-@app.table_input(arg_name="testEntity",
-                 connection="AzureWebJobsStorage",
-                 table_name="BindingTestTable",
-                 row_key='{id}',
-                 partition_key="test")
-def table_in_binding(req: func.HttpRequest, testEntity):
-    return func.HttpResponse(status_code=200, body=testEntity)
-
-
-@app.function_name(name="table_out_binding")
-@app.route(route="table_out_binding", binding_arg_name="resp")
-@app.table_output(arg_name="$return",
-                  connection="AzureWebJobsStorage",
-                  table_name="BindingTestTable")
-def table_out_binding(req: func.HttpRequest, resp: func.Out[func.HttpResponse]):
-    row_key_uuid = str(uuid.uuid4())
-    table_dict = {'PartitionKey': 'test', 'RowKey': row_key_uuid}
-    table_json = json.dumps(table_dict)
-    resp.set(table_json)
-    return table_json
-'''
+WORKER_APP = (Path(__file__).parents[2] / "acceptance" / "worker_apps" / "table_functions" / "table_functions_stein"
+              / "function_app.py").read_text(encoding="utf-8")
 
 MORE = '''
 
