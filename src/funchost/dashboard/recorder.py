@@ -133,15 +133,14 @@ class HistoryRecorder:
                 self._plain_first.add(function.name)  # the same trigger's next details: no failed attempt
                 details = _plain_details(request.details)
         if result.succeeded:
-            pending.extend((invocation_id, function.name, function.trigger_type, request.reason, began + self._wall,
-                            result.duration_ms, SUCCEEDED, None, None, details, result_summary(request, result),
-                            retry.retry_count if retry is not None else 0, dropped_lines,
-                            marshal.dumps(lines) if lines else None))
-        else:
-            pending.extend((invocation_id, function.name, function.trigger_type, request.reason, began + self._wall,
-                            result.duration_ms, FAILED, clip(result.error_message or "the invocation failed"),
-                            result.error, details, None, retry.retry_count if retry is not None else 0,
-                            dropped_lines, marshal.dumps(lines) if lines else None))
+            outcome, error, stack, summary = SUCCEEDED, None, None, result_summary(request, result)
+        else:  # the exception waits in the stack's place
+            outcome, error, stack, summary = (FAILED, clip(result.error_message or "the invocation failed"),
+                                              result.error, None)
+        pending.extend((invocation_id, function.name, function.trigger_type, request.reason, began + self._wall,
+                        result.duration_ms, outcome, error, stack, details, summary,
+                        retry.retry_count if retry is not None else 0, dropped_lines,
+                        marshal.dumps(lines) if lines else None))
         if len(pending) == FIELDS:
             self._wake.set()
         elif len(pending) >= self._full_at:

@@ -87,11 +87,14 @@ async def test_a_full_batch_is_written_without_waiting(tmp_path: Path) -> None:
         await recorder.stop()
 
 
-async def _observed(recorder: HistoryRecorder, host: HostHarness, value: str) -> None:
+async def _observed(recorder: HistoryRecorder, host: HostHarness, value: str,
+                    details: dict[str, object] | None = None) -> None:
     """One attempt of `work`, told to `recorder` as binding tells its observers."""
     from funchost.invocation.middleware import Invocation
 
     req = request(host, "work", value)
+    if details is not None:
+        req.details = details
     invocation = Invocation(req, host.runtime.invoker.plan(req.function))  # type: ignore[attr-defined]
     recorder.attempt_started(invocation)
     recorder.attempt_finished(invocation, await host.runtime.invoker.invoke(req))
@@ -246,19 +249,13 @@ async def test_the_recorder_adds_no_piece_and_forgets_a_cancelled_attempt(tmp_pa
 async def test_details_marshal_does_not_take_are_kept_as_text(tmp_path: Path) -> None:
     from datetime import UTC, datetime
 
-    from funchost.invocation.middleware import Invocation
-
     recorder = HistoryRecorder(ManualClock(), DashboardOptions(flush_interval=3600))
     store = CountingStore()
     when = datetime(2026, 12, 3, 17, 0, tzinfo=UTC)
     async with dashboard_host(tmp_path, APP) as host:
         await recorder.start(store)  # type: ignore[arg-type]
-        req = InvocationRequest(function=host.runtime.functions["work"], trigger_value=Datum("q", "string"),
-                                reason="test", details={"MessageId": "q", "DequeueCount": 1, "InsertedOn": when,
-                                                        "Ids": ["a", "b"]})
-        invocation = Invocation(req, host.runtime.invoker.plan(req.function))  # type: ignore[attr-defined]
-        recorder.attempt_started(invocation)
-        recorder.attempt_finished(invocation, await host.runtime.invoker.invoke(req))
+        await _observed(recorder, host, "q", {"MessageId": "q", "DequeueCount": 1, "InsertedOn": when,
+                                              "Ids": ["a", "b"]})
         assert type(recorder._pending[DETAILS]) is bytes  # waits as bytes, not as a tracked dict
         assert await recorder.flush() == 1
         assert store.batches[0][0].details == {"MessageId": "q", "DequeueCount": 1, "InsertedOn": str(when),

@@ -100,10 +100,9 @@ class SqliteDatabase(Database):
         self._writer = writer_lock(self.path)
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._connections: list[sqlite3.Connection] = []
-        # Per connection, held while its thread runs a transaction or read: `close` waits for it,
-        # because closing a connection under a statement another thread is running crashes the
-        # process (the sqlite3 module does not guard against it).
+        # Every thread's connection, with a lock held while that thread runs a transaction or read:
+        # `close` waits for it, because closing a connection under a statement another thread is
+        # running crashes the process (the sqlite3 module does not guard against it).
         self._in_use: dict[sqlite3.Connection, threading.Lock] = {}
         self._closed = False
 
@@ -125,7 +124,6 @@ class SqliteDatabase(Database):
         self._local.reading = False
         self._local.in_use = threading.Lock()
         with self._lock:
-            self._connections.append(conn)
             self._in_use[conn] = self._local.in_use
         return conn
 
@@ -196,7 +194,6 @@ class SqliteDatabase(Database):
         self._closed = True
         with self._lock:
             in_use, self._in_use = self._in_use, {}
-            self._connections.clear()
         for conn, lock in in_use.items():
             # A transaction running on another thread ends first; one that does not end within
             # CLOSE_WAIT leaves its connection open (a leak, where closing would crash).
