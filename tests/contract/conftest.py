@@ -37,14 +37,24 @@ BACKENDS = [
     "embedded",
     "rest",
     pytest.param("azurite", marks=pytest.mark.azurite),
+    pytest.param("postgres", marks=pytest.mark.postgres),
 ]
 # Backends with a document store and an Event Grid store of their own, opened on a ManualClock
 # (the contracts move time: TTLs, leases). `--storage azure` has neither of its own.
-LOCAL_STATE_BACKENDS = ["embedded"]
+LOCAL_STATE_BACKENDS = ["embedded", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
 def open_for_test(kind: str, data_dir: Path, settings: AppSettings, clock: object) -> HostStorage:
     return open_storage(kind, data_dir, settings, clock, faults=FaultInjector(), signals=Signals())  # type: ignore[arg-type]
+
+
+def backend_settings(kind: str, request: pytest.FixtureRequest) -> AppSettings:
+    """The settings a backend is opened with: for "postgres", the session's server and a fresh schema."""
+    if kind != "postgres":
+        return AppSettings({}, environ={})
+    dsn = request.getfixturevalue("postgres_dsn")
+    schema = request.getfixturevalue("postgres_schema")
+    return AppSettings({"FUNCHOST_POSTGRES": dsn, "FUNCHOST_POSTGRES_SCHEMA": schema}, environ={})
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -60,8 +70,9 @@ def backend_name(request: pytest.FixtureRequest) -> str:
 async def storage_backend(
     backend_name: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> AsyncIterator[object]:
-    if backend_name == "embedded":
-        backend = open_for_test("embedded", tmp_path / "data", AppSettings({}, environ={}), SystemClock())
+    if backend_name in ("embedded", "postgres"):
+        settings = backend_settings(backend_name, request)
+        backend = open_for_test(backend_name, tmp_path / "data", settings, SystemClock())
         yield backend
         await backend.aclose()
     elif backend_name == "rest":
@@ -109,8 +120,9 @@ async def table_service(backend_name: str, tmp_path: Path, request: pytest.Fixtu
     endpoints, the SDK on Azurite."""
     from funchost.storage.azure.tables import AzureTableService
 
-    if backend_name == "embedded":
-        backend = open_for_test("embedded", tmp_path / "data", AppSettings({}, environ={}), SystemClock())
+    if backend_name in ("embedded", "postgres"):
+        settings = backend_settings(backend_name, request)
+        backend = open_for_test(backend_name, tmp_path / "data", settings, SystemClock())
         yield backend.tables()
         await backend.aclose()
     elif backend_name == "rest":
@@ -144,8 +156,10 @@ def manual_clock() -> ManualClock:
 
 
 @pytest.fixture
-async def local_storage(local_backend_name: str, tmp_path: Path, manual_clock: ManualClock) -> AsyncIterator[HostStorage]:
-    storage = open_for_test(local_backend_name, tmp_path / "data", AppSettings({}, environ={}), manual_clock)
+async def local_storage(local_backend_name: str, tmp_path: Path, manual_clock: ManualClock,
+                        request: pytest.FixtureRequest) -> AsyncIterator[HostStorage]:
+    settings = backend_settings(local_backend_name, request)
+    storage = open_for_test(local_backend_name, tmp_path / "data", settings, manual_clock)
     yield storage
     await storage.aclose()
 

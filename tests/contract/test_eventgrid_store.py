@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from funchost.settings.app_settings import AppSettings
 from funchost.storage.eventgrid import (
     DEADLETTERED,
     DELIVERED,
@@ -21,7 +20,7 @@ from funchost.storage.eventgrid import (
     Target,
 )
 
-from .conftest import open_for_test
+from .conftest import backend_settings, open_for_test
 
 NOW = 1_000_000.0
 
@@ -32,8 +31,11 @@ def event(n: int, *subscriptions: str, attempts: int = 30, ttl: float = 86400.0)
 
 
 @pytest.fixture
-async def other(local_backend_name: str, tmp_path: Path, manual_clock: object) -> AsyncIterator[EventGridStore]:
-    storage = open_for_test(local_backend_name, tmp_path / "data", AppSettings({}, environ={}), manual_clock)
+async def other(local_backend_name: str, tmp_path: Path, manual_clock: object,
+                request: pytest.FixtureRequest) -> AsyncIterator[EventGridStore]:
+    """A second host's store: the same data folder (embedded) or the same server and schema (postgres)."""
+    settings = backend_settings(local_backend_name, request)
+    storage = open_for_test(local_backend_name, tmp_path / "data", settings, manual_clock)
     yield storage.eventgrid_store()
     await storage.aclose()
 

@@ -39,6 +39,7 @@ from funchost.storage.tables import TableService
 BACKEND_MODULES: dict[str, str] = {
     "embedded": "funchost.storage.sqlite.backend",
     "azure": "funchost.storage.azure.backend",
+    "postgres": "funchost.storage.postgres.backend",
 }
 
 

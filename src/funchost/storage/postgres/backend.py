@@ -1,0 +1,114 @@
+"""`--storage postgres`: the ports built on PostgreSQL share their state through the server; the
+others still come from the embedded stores of the data folder, as `--storage azure` keeps its
+local state (`LOCAL` lists them; the start banner says which are which).
+
+Accounts are addressed by name (`for_account`), as in embedded storage: the storage endpoints of
+any host on the same server serve the same accounts.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from pathlib import Path
+from typing import Any
+
+from funchost.clock import Clock
+from funchost.settings.app_settings import AppSettings
+from funchost.settings.connections import StorageConnection
+from funchost.storage.backend import StorageBackend, create_backend
+from funchost.storage.blob_api import BlobApi
+from funchost.storage.blobs import BlobChangeJournal, BlobService
+from funchost.storage.documents import DocumentStore
+from funchost.storage.durable import TaskHub
+from funchost.storage.eventgrid import EventGridStore
+from funchost.storage.eventhubs import EventHubBroker
+from funchost.storage.invocations import InvocationHistoryStore
+from funchost.storage.postgres.config import PostgresConfig, postgres_config
+from funchost.storage.queues import QueueService
+from funchost.storage.servicebus import ServiceBusBroker
+from funchost.storage.tables import TableService
+
+# Services still kept in the data folder with --storage postgres (what the banner lists as local).
+LOCAL = ("queues", "blobs", "tables", "documents", "eventgrid", "durable", "servicebus", "eventhubs",
+         "keys", "invocation history")
+
+
+class PostgresStorage:
+    kind = "postgres"
+    local_services = LOCAL
+
+    def __init__(self, data_dir: Path, settings: AppSettings, clock: Clock, config: PostgresConfig) -> None:
+        self.data_dir = Path(data_dir)
+        self.settings = settings
+        self.clock = clock
+        self.config = config
+        self._embedded: StorageBackend | None = None
+        self._lock = threading.Lock()
+        self._account: str | None = None  # set on the views of `for_account`
+        self._views: dict[str, Any] = {}
+
+    def _local(self) -> StorageBackend:
+        """The data folder's embedded stores, for the services not on the server yet."""
+        with self._lock:
+            if self._embedded is None:
+                self._embedded = create_backend("embedded", self.data_dir, self.settings, self.clock)
+            local = self._embedded
+        return local.for_account(self._account) if self._account is not None else local
+
+    def connection(self, name: str | None, service: str = "queue") -> StorageConnection:
+        return self._local().connection(name, service)
+
+    def queues(self, connection: str | None = None) -> QueueService:
+        return self._local().queues(connection)
+
+    def blobs(self, connection: str | None = None) -> BlobService:
+        return self._local().blobs(connection)
+
+    def blob_changes(self, connection: str | None = None) -> BlobChangeJournal | None:
+        return self._local().blob_changes(connection)
+
+    def blob_api(self, connection: str | None = None) -> BlobApi:
+        return self._local().blob_api(connection)
+
+    def tables(self, connection: str | None = None) -> TableService:
+        return self._local().tables(connection)
+
+    def for_account(self, account: str) -> PostgresStorage:
+        """A view sharing this backend's services, every storage connection resolving to `account`."""
+        view = copy.copy(self)
+        view._account = account
+        return view
+
+    def documents(self, connection: str | None = None) -> DocumentStore:
+        return self._local().documents(connection)
+
+    def eventgrid_store(self) -> EventGridStore:
+        return self._local().eventgrid_store()
+
+    def servicebus(self, namespace: str) -> ServiceBusBroker:
+        return self._local().servicebus(namespace)
+
+    def eventhubs(self, namespace: str) -> EventHubBroker:
+        return self._local().eventhubs(namespace)
+
+    def task_hub(self, name: str, connection: str | None = None) -> TaskHub:
+        return self._local().task_hub(name, connection)
+
+    def invocation_history(self) -> InvocationHistoryStore:
+        return self._local().invocation_history()
+
+    async def aclose(self) -> None:
+        if self._account is not None:
+            return  # a view: the services are the backend's, closed with it
+        with self._lock:
+            local, self._embedded = self._embedded, None
+        if local is not None:
+            await local.aclose()
+
+    def __repr__(self) -> str:
+        return f"PostgresStorage({self.config.describe()}, schema={self.config.schema})"
+
+
+def open_backend(data_dir: Path, settings: AppSettings, clock: Clock) -> PostgresStorage:
+    return PostgresStorage(data_dir, settings, clock, postgres_config(settings))
