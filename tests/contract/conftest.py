@@ -13,7 +13,8 @@ after it, so fixed names in tests do not leak from one test into the next.
 
 The "rest" backend is the azure backend (official SDKs), opened as the host opens it, against
 funchost's own storage endpoints (`funchost.storage_endpoints`) over a fresh embedded store: the
-ports' contracts through the REST layer. (What the endpoints answer to arguments the client-side
+ports' contracts through the REST layer; "rest-postgres" is the same with the endpoints serving
+accounts kept on PostgreSQL (`--storage postgres`). (What the endpoints answer to arguments the client-side
 rules would stop is tested in `tests/unit/storage_endpoints/`.) It is not Azurite, so
 `known_deviation` does not apply to it.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.support.azurite_fixtures import ensure_registered
@@ -36,6 +38,7 @@ from funchost.storage.host_storage import HostStorage, open_storage
 BACKENDS = [
     "embedded",
     "rest",
+    pytest.param("rest-postgres", marks=pytest.mark.postgres),
     pytest.param("azurite", marks=pytest.mark.azurite),
     pytest.param("postgres", marks=pytest.mark.postgres),
 ]
@@ -57,6 +60,14 @@ def backend_settings(kind: str, request: pytest.FixtureRequest) -> AppSettings:
     return AppSettings({"FUNCHOST_POSTGRES": dsn, "FUNCHOST_POSTGRES_SCHEMA": schema}, environ={})
 
 
+def served_backend(kind: str, request: pytest.FixtureRequest) -> dict[str, Any]:
+    """What the storage endpoints of a "rest" backend serve: the embedded store, or for
+    "rest-postgres" accounts kept on the session's PostgreSQL server."""
+    if kind != "rest-postgres":
+        return {}
+    return {"backend": "postgres", "settings": dict(backend_settings("postgres", request))}
+
+
 def pytest_configure(config: pytest.Config) -> None:
     ensure_registered(config)  # the azurite fixture + deviation summary, unless tests/conftest.py has it
 
@@ -75,8 +86,8 @@ async def storage_backend(
         backend = open_for_test(backend_name, tmp_path / "data", settings, SystemClock())
         yield backend
         await backend.aclose()
-    elif backend_name == "rest":
-        async with serve_endpoints(tmp_path / "data") as served:
+    elif backend_name in ("rest", "rest-postgres"):
+        async with serve_endpoints(tmp_path / "data", **served_backend(backend_name, request)) as served:
             settings = AppSettings({"AzureWebJobsStorage": served.connection_string}, environ={})
             rest = open_for_test("azure", tmp_path / "client", settings, SystemClock())
             rest.served_by_funchost = True  # type: ignore[attr-defined]
@@ -125,8 +136,8 @@ async def table_service(backend_name: str, tmp_path: Path, request: pytest.Fixtu
         backend = open_for_test(backend_name, tmp_path / "data", settings, SystemClock())
         yield backend.tables()
         await backend.aclose()
-    elif backend_name == "rest":
-        async with serve_endpoints(tmp_path / "data") as served:
+    elif backend_name in ("rest", "rest-postgres"):
+        async with serve_endpoints(tmp_path / "data", **served_backend(backend_name, request)) as served:
             service = AzureTableService(served.connection_string, "devstoreaccount1")
             service.served_by_funchost = True  # type: ignore[attr-defined]
             yield service

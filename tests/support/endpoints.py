@@ -76,10 +76,12 @@ class ServedEndpoints:
 
 @asynccontextmanager
 async def serve_endpoints(data_dir: Path, *, clock: Clock | None = None, accounts: Accounts | None = None,
-                          settings: dict[str, str] | None = None) -> AsyncIterator[ServedEndpoints]:
+                          settings: dict[str, str] | None = None, backend: str = "embedded"
+                          ) -> AsyncIterator[ServedEndpoints]:
+    """`backend` "postgres" serves accounts kept on the server `settings` name (FUNCHOST_POSTGRES)."""
     clock = clock or SystemClock()
     signals = RecordingSignals()
-    storage = open_storage("embedded", data_dir, AppSettings(settings or {}, environ={}), clock,
+    storage = open_storage(backend, data_dir, AppSettings(settings or {}, environ={}), clock,
                            faults=FaultInjector(), signals=signals)
     endpoints = StorageEndpoints(HostAccounts(storage), accounts or Accounts(), clock,
                                  data_identity(Path(data_dir) / "storage"),

@@ -3,7 +3,8 @@
 - `postgres_dsn` (session): DSN of the throwaway server (or FUNCHOST_TEST_POSTGRES_DSN).
   When PostgreSQL cannot be started, every test that uses it fails with the reason; it is
   never skipped.
-- `postgres_schema`: a fresh, empty PostgreSQL schema name for one test, dropped afterwards.
+- `postgres_schema`: a fresh, empty PostgreSQL schema name for one test, dropped afterwards with
+  the schemas named after it (`<schema>__<account>`, the blob accounts').
 """
 
 from __future__ import annotations
@@ -42,4 +43,8 @@ def postgres_schema(postgres_dsn: str) -> Iterator[str]:
     name = "t_" + uuid.uuid4().hex[:16]
     yield name
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+        # the schema and the per-account schemas of the blob store (`<schema>__<account>`)
+        found = [r[0] for r in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname = %s OR "
+                                            "starts_with(nspname, %s)", (name, name + "__"))]
+        for schema in found:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))

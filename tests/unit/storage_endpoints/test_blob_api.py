@@ -22,6 +22,11 @@ from azure.storage.blob.aio import BlobServiceClient
 from funchost.settings.connections import DEVSTORE_ACCOUNT
 
 
+@pytest.fixture(params=["embedded", pytest.param("postgres", marks=pytest.mark.postgres)])
+def served_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
 async def container(served):  # type: ignore[no-untyped-def]
     async with BlobServiceClient.from_connection_string(served.connection_string) as client:

@@ -13,24 +13,26 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from funchost.clock import Clock
+from funchost.clock import Clock, SystemClock
 from funchost.settings.app_settings import AppSettings
 from funchost.settings.connections import StorageConnection
 from funchost.storage.backend import StorageBackend, create_backend
 from funchost.storage.blob_api import BlobApi
-from funchost.storage.blobs import BlobChangeJournal, BlobService
+from funchost.storage.blobs import BlobChangeJournal
 from funchost.storage.documents import DocumentStore
 from funchost.storage.durable import TaskHub
 from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.eventhubs import EventHubBroker
 from funchost.storage.invocations import InvocationHistoryStore
+from funchost.storage.postgres.blobs import PostgresBlobAccount
 from funchost.storage.postgres.config import PostgresConfig, postgres_config
+from funchost.storage.postgres.db import PgDatabase, ServerClock
 from funchost.storage.queues import QueueService
 from funchost.storage.servicebus import ServiceBusBroker
 from funchost.storage.tables import TableService
 
 # Services still kept in the data folder with --storage postgres (what the banner lists as local).
-LOCAL = ("queues", "blobs", "tables", "documents", "eventgrid", "durable", "servicebus", "eventhubs",
+LOCAL = ("queues", "tables", "documents", "eventgrid", "durable", "servicebus", "eventhubs",
          "keys", "invocation history")
 
 
@@ -47,6 +49,10 @@ class PostgresStorage:
         self._lock = threading.Lock()
         self._account: str | None = None  # set on the views of `for_account`
         self._views: dict[str, Any] = {}
+        # The server (connects on first use), shared by every port of this backend and its views.
+        self.database = PgDatabase(config)
+        self._blob_accounts: dict[str, PostgresBlobAccount] = {}  # shared with the views
+        self._clocks: dict[str, Clock] = {}
 
     def _local(self) -> StorageBackend:
         """The data folder's embedded stores, for the services not on the server yet."""
@@ -62,14 +68,31 @@ class PostgresStorage:
     def queues(self, connection: str | None = None) -> QueueService:
         return self._local().queues(connection)
 
-    def blobs(self, connection: str | None = None) -> BlobService:
-        return self._local().blobs(connection)
+    def blobs(self, connection: str | None = None) -> PostgresBlobAccount:
+        account = self.connection(connection, "blob").account_name
+        database = self.database
+        with self._lock:
+            found = self._blob_accounts.get(account)
+        if found is not None:
+            return found
+        clock = self._server_clock(database)
+        with self._lock:
+            return self._blob_accounts.setdefault(account, PostgresBlobAccount(database, account, clock))
+
+    def _server_clock(self, database: PgDatabase) -> Clock:
+        """Lease expiries and blob times from the server's clock; a ManualClock as given."""
+        if not isinstance(self.clock, SystemClock):
+            return self.clock
+        with self._lock:
+            if "server" not in self._clocks:
+                self._clocks["server"] = ServerClock(database)
+            return self._clocks["server"]
 
     def blob_changes(self, connection: str | None = None) -> BlobChangeJournal | None:
-        return self._local().blob_changes(connection)
+        return self.blobs(connection)  # the blob store journals its own changes
 
     def blob_api(self, connection: str | None = None) -> BlobApi:
-        return self._local().blob_api(connection)
+        return self.blobs(connection)  # one object per account: REST writes land in the same journal
 
     def tables(self, connection: str | None = None) -> TableService:
         return self._local().tables(connection)
@@ -105,6 +128,7 @@ class PostgresStorage:
             local, self._embedded = self._embedded, None
         if local is not None:
             await local.aclose()
+        await self.database.aclose()
 
     def __repr__(self) -> str:
         return f"PostgresStorage({self.config.describe()}, schema={self.config.schema})"

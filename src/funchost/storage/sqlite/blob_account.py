@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from collections.abc import AsyncIterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from funchost.storage.sqlite import blob_blocks as blocks
 from funchost.storage.sqlite import blob_leases as leases
 from funchost.storage.sqlite import blob_listing
 from funchost.storage.sqlite import blob_uploads as uploads
+from funchost.storage.sqlite.blob_conn import Conn, Row
 from funchost.storage.sqlite.blob_containers import ContainerOperations, lease_action
 from funchost.storage.sqlite.blob_extras import (
     EXTRA_SCHEMA,
@@ -60,7 +60,7 @@ def _unquote(etag: str) -> str:
     return etag.strip().strip('"')
 
 
-def check_write(old: sqlite3.Row | None, write: Write, *, create: bool) -> None:
+def check_write(old: Row | None, write: Write, *, create: bool) -> None:
     if write.if_none_match is not None and old is not None:
         if write.if_none_match.strip() == "*":
             if create:
@@ -71,8 +71,8 @@ def check_write(old: sqlite3.Row | None, write: Write, *, create: bool) -> None:
     check_etag(old, write.if_match)
 
 
-def _creating(conn: sqlite3.Connection, container: str, name: str, write: Write, now: float
-              ) -> tuple[bool, sqlite3.Row | None, Lease]:
+def _creating(conn: Conn, container: str, name: str, write: Write, now: float
+              ) -> tuple[bool, Row | None, Lease]:
     """A write that creates or replaces a blob: (container versioning, the current row, the lease
     the new blob keeps), once the container, the conditions and the lease allow it."""
     versioning = container_versioning(conn, container)
@@ -81,14 +81,14 @@ def _creating(conn: sqlite3.Connection, container: str, name: str, write: Write,
     return versioning, old, leases.check_write(lease_of(old) if old else Lease(), write.lease_id, now)
 
 
-def _store_body(conn: sqlite3.Connection, data: Body) -> tuple[int, int]:
+def _store_body(conn: Conn, data: Body) -> tuple[int, int]:
     """The body as a content of the store -> (content id, size): an uploaded one is taken as is."""
     if isinstance(data, UploadedContent):
         return uploads.take(conn, data), data.size
     return blocks.write_content(conn, [data])
 
 
-def _upgrade(conn: sqlite3.Connection) -> None:
+def _upgrade(conn: Conn) -> None:
     migrate(conn)
     uploads.sweep(conn)
 
@@ -102,7 +102,7 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
     async def delete_container(self, name: str) -> None:
         await super().delete_container(name)
 
-        def forget(conn: sqlite3.Connection) -> None:
+        def forget(conn: Conn) -> None:
             ids = [r[0] for r in conn.execute("SELECT content_id FROM staged_blocks WHERE container = ?", (name,))]
             conn.executemany("DELETE FROM chunks WHERE content_id = ?", [(i,) for i in ids])
             for table in ("staged_blocks", "committed_blocks"):
@@ -137,7 +137,7 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
         md5 = headers.content_md5 or (computed if blob_type == "BlockBlob" else None)
         now_dt, now = self._now()
 
-        def run(conn: sqlite3.Connection) -> tuple[BlobProperties, BlobChange]:
+        def run(conn: Conn) -> tuple[BlobProperties, BlobChange]:
             versioning, old, lease = _creating(conn, container, name, write, now)
             content_id, size = _store_body(conn, data)
             values = self._values(conn, content_id, size, headers, md5, meta, now_dt, old, versioning)
@@ -148,16 +148,16 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
         self._publish(change)
         return props
 
-    def _values(self, conn: sqlite3.Connection, content_id: int, size: int, headers: HttpHeaders,
-                md5: bytes | None, meta: Mapping[str, str], now_dt: Any, old: sqlite3.Row | None,
+    def _values(self, conn: Conn, content_id: int, size: int, headers: HttpHeaders,
+                md5: bytes | None, meta: Mapping[str, str], now_dt: Any, old: Row | None,
                 versioning: bool) -> dict[str, Any]:
         return {"content_id": content_id, "size": size, "etag": new_etag(conn, now_dt),
                 "content_type": headers.content_type or DEFAULT_CONTENT_TYPE, "content_md5": md5,
                 "last_modified": now_dt.timestamp(), "creation_time": old["creation_time"] if old else now_dt.timestamp(),
                 "metadata": json.dumps(dict(meta)), "version_id": new_version_id(conn, now_dt) if versioning else None}
 
-    def _commit(self, conn: sqlite3.Connection, container: str, name: str, values: dict[str, Any], lease: Lease,
-                old: sqlite3.Row | None, api: str, now: float, committed: Sequence[Block] = ()
+    def _commit(self, conn: Conn, container: str, name: str, values: dict[str, Any], lease: Lease,
+                old: Row | None, api: str, now: float, committed: Sequence[Block] = ()
                 ) -> tuple[BlobProperties, BlobChange]:
         store(conn, container, name, values, lease)
         if old is not None and old["content_id"] != values["content_id"]:
@@ -172,7 +172,7 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
                           lease_id: str | None = None) -> None:
         _, now = self._now()
 
-        def run(conn: sqlite3.Connection) -> None:
+        def run(conn: Conn) -> None:
             container_versioning(conn, container)
             old = blob_row(conn, container, name)
             if old is not None:
@@ -189,7 +189,7 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
         meta = dict(metadata)
         now_dt, now = self._now()
 
-        def run(conn: sqlite3.Connection) -> tuple[BlobProperties, BlobChange]:
+        def run(conn: Conn) -> tuple[BlobProperties, BlobChange]:
             versioning, old, lease = _creating(conn, container, name, write, now)
             content_id, size, committed = blocks.assemble(conn, container, name, wanted,
                                                           old["content_id"] if old else None)
@@ -204,7 +204,7 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
     async def get_block_list(self, container: str, name: str, *, lease_id: str | None = None) -> BlockList:
         _, now = self._now()
 
-        def run(conn: sqlite3.Connection) -> BlockList:
+        def run(conn: Conn) -> BlockList:
             container_versioning(conn, container)
             row = blob_row(conn, container, name)
             staged = blocks.staged_list(conn, container, name)
@@ -221,7 +221,7 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
         now_dt, now = self._now()
         added = body_size(data)
 
-        def run(conn: sqlite3.Connection) -> tuple[BlobProperties, int]:
+        def run(conn: Conn) -> tuple[BlobProperties, int]:
             container_versioning(conn, container)
             old = existing(conn, container, name)
             current = full_properties(old)
@@ -277,7 +277,7 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
     async def _update_blob(self, container: str, name: str, write: Write, change: Any) -> BlobProperties:
         now_dt, now = self._now()
 
-        def run(conn: sqlite3.Connection) -> BlobProperties:
+        def run(conn: Conn) -> BlobProperties:
             versioning = container_versioning(conn, container)
             old = existing(conn, container, name)
             check_write(old, write, create=False)
@@ -297,7 +297,7 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
         meta = dict(metadata) if metadata else None
         now_dt, now = self._now()
 
-        def run(conn: sqlite3.Connection) -> tuple[BlobProperties, BlobChange]:
+        def run(conn: Conn) -> tuple[BlobProperties, BlobChange]:
             container_versioning(conn, source_container)
             source = existing(conn, source_container, source_name)
             versioning, old, lease = _creating(conn, container, name, write, now)
@@ -320,7 +320,7 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
     async def delete_blob_with(self, container: str, name: str, *, write: Write) -> None:
         _, now = self._now()
 
-        def run(conn: sqlite3.Connection) -> Any:
+        def run(conn: Conn) -> Any:
             container_versioning(conn, container)
             old = existing(conn, container, name)
             check_write(old, write, create=False)
@@ -337,7 +337,7 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
                          break_period: int | None = None) -> tuple[BlobProperties, str | None, int]:
         _, now = self._now()
 
-        def run(conn: sqlite3.Connection) -> tuple[BlobProperties, str | None, int]:
+        def run(conn: Conn) -> tuple[BlobProperties, str | None, int]:
             container_versioning(conn, container)
             row = existing(conn, container, name)
             new, remaining = lease_action(lease_of(row), action, lease_id, proposed_id, duration, break_period, now)
@@ -351,15 +351,15 @@ class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
 
     async def get_blob_properties(self, container: str, name: str, *,
                                   version_id: str | None = None) -> BlobProperties:
-        return await self._db.read(blob_listing.reader(container, name, version_id, self.clock))
+        return await self._snapshot(blob_listing.reader(container, name, version_id, self.clock))
 
     async def download_blob(self, container: str, name: str, *, offset: int = 0, length: int | None = None,
                             version_id: str | None = None, if_match: str | None = None
                             ) -> tuple[bytes, BlobProperties]:
-        return await self._db.read(blob_listing.downloader(container, name, offset, length, version_id, if_match,
+        return await self._snapshot(blob_listing.downloader(container, name, offset, length, version_id, if_match,
                                                            self.clock))
 
     async def list_blobs_page(self, container: str, *, prefix: str, delimiter: str, marker: str,
                               max_results: int) -> ListedPage:
         _, now = self._now()
-        return await self._db.read(blob_listing.lister(container, prefix, delimiter, marker, max_results, now))
+        return await self._snapshot(blob_listing.lister(container, prefix, delimiter, marker, max_results, now))

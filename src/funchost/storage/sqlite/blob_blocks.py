@@ -9,18 +9,18 @@ discarded by the commit, as the service does.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 
 from funchost.errors import InvalidInput
 from funchost.storage.blob_api import Block
+from funchost.storage.sqlite.blob_conn import Conn
 from funchost.storage.sqlite.blob_rows import CHUNK_SIZE, next_counter
 from funchost.storage.sqlite.blob_sql import read_range
 
 KINDS = ("committed", "uncommitted", "latest")
 
 
-def write_content(conn: sqlite3.Connection, pieces: Iterable[bytes]) -> tuple[int, int]:
+def write_content(conn: Conn, pieces: Iterable[bytes]) -> tuple[int, int]:
     """Store a byte stream as a new content in CHUNK_SIZE chunks -> (content id, size)."""
     content_id = next_counter(conn, "content")
     buffer = bytearray()
@@ -38,29 +38,32 @@ def write_content(conn: sqlite3.Connection, pieces: Iterable[bytes]) -> tuple[in
     return content_id, size
 
 
-def stage(conn: sqlite3.Connection, container: str, name: str, block_id: str, content_id: int, size: int) -> None:
+def stage(conn: Conn, container: str, name: str, block_id: str, content_id: int, size: int) -> None:
     """Stage a content already written (`write_content`, or an upload taken) as the block."""
     old = conn.execute("SELECT content_id FROM staged_blocks WHERE container = ? AND name = ? AND block_id = ?",
                        (container, name, block_id)).fetchone()
-    conn.execute("INSERT OR REPLACE INTO staged_blocks(container, name, block_id, size, content_id) "
+    if old is not None:  # staged again: the block moves to the end of the uncommitted list
+        conn.execute("DELETE FROM staged_blocks WHERE container = ? AND name = ? AND block_id = ?",
+                     (container, name, block_id))
+    conn.execute("INSERT INTO staged_blocks(container, name, block_id, size, content_id) "
                  "VALUES (?, ?, ?, ?, ?)", (container, name, block_id, size, content_id))
     if old is not None:
         conn.execute("DELETE FROM chunks WHERE content_id = ?", (old[0],))
 
 
-def committed_list(conn: sqlite3.Connection, container: str, name: str) -> list[Block]:
+def committed_list(conn: Conn, container: str, name: str) -> list[Block]:
     return [Block(r[0], r[1]) for r in conn.execute(
         "SELECT block_id, size FROM committed_blocks WHERE container = ? AND name = ? ORDER BY idx",
         (container, name))]
 
 
-def staged_list(conn: sqlite3.Connection, container: str, name: str) -> list[Block]:
+def staged_list(conn: Conn, container: str, name: str) -> list[Block]:
     return [Block(r[0], r[1]) for r in conn.execute(
         "SELECT block_id, size FROM staged_blocks WHERE container = ? AND name = ? ORDER BY rowid",
         (container, name))]
 
 
-def assemble(conn: sqlite3.Connection, container: str, name: str, wanted: Sequence[tuple[str, str]],
+def assemble(conn: Conn, container: str, name: str, wanted: Sequence[tuple[str, str]],
              current_content: int | None) -> tuple[int, int, list[Block]]:
     """Resolve a block list and write the new content -> (content id, size, committed blocks)."""
     staged = {r[0]: (r[1], r[2]) for r in conn.execute(
@@ -85,19 +88,19 @@ def assemble(conn: sqlite3.Connection, container: str, name: str, wanted: Sequen
     return content_id, size, [Block(i, s) for i, _, _, s in sources]
 
 
-def read_all(conn: sqlite3.Connection, sources: Sequence[tuple[str, int, int, int]]) -> Iterator[bytes]:
+def read_all(conn: Conn, sources: Sequence[tuple[str, int, int, int]]) -> Iterator[bytes]:
     for _, content_id, start, size in sources:
         for offset in range(start, start + size, CHUNK_SIZE):
             yield read_range(conn, content_id, offset, min(start + size, offset + CHUNK_SIZE))
 
 
-def record_committed(conn: sqlite3.Connection, container: str, name: str, blocks: Sequence[Block]) -> None:
+def record_committed(conn: Conn, container: str, name: str, blocks: Sequence[Block]) -> None:
     conn.execute("DELETE FROM committed_blocks WHERE container = ? AND name = ?", (container, name))
     conn.executemany("INSERT INTO committed_blocks(container, name, idx, block_id, size) VALUES (?, ?, ?, ?, ?)",
                      [(container, name, i, b.id, b.size) for i, b in enumerate(blocks)])
 
 
-def append(conn: sqlite3.Connection, content_id: int, size: int, data: bytes) -> None:
+def append(conn: Conn, content_id: int, size: int, data: bytes) -> None:
     """Extend a content in place: fill the last chunk, then add chunks."""
     last_seq = (size - 1) // CHUNK_SIZE if size else 0
     row = conn.execute("SELECT data FROM chunks WHERE content_id = ? AND seq = ?", (content_id, last_seq)).fetchone()
@@ -105,12 +108,13 @@ def append(conn: sqlite3.Connection, content_id: int, size: int, data: bytes) ->
     buffer = tail + data
     seq = last_seq
     for offset in range(0, max(len(buffer), 1), CHUNK_SIZE):
-        conn.execute("INSERT OR REPLACE INTO chunks(content_id, seq, data) VALUES (?, ?, ?)",
+        conn.execute("INSERT INTO chunks(content_id, seq, data) VALUES (?, ?, ?) "
+                     "ON CONFLICT (content_id, seq) DO UPDATE SET data = excluded.data",
                      (content_id, seq, buffer[offset:offset + CHUNK_SIZE]))
         seq += 1
 
 
-def shared(conn: sqlite3.Connection, content_id: int) -> bool:
+def shared(conn: Conn, content_id: int) -> bool:
     """True if more than one blob or version refers to this content (copies share content)."""
     users = conn.execute("SELECT (SELECT count(*) FROM blobs WHERE content_id = ?) + "
                          "(SELECT count(*) FROM versions WHERE content_id = ?)", (content_id, content_id)).fetchone()

@@ -4,7 +4,6 @@ access policies, leases, listing (a mixin of `SqliteBlobAccount`, which owns the
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -19,6 +18,7 @@ from funchost.errors import (
 from funchost.storage.blob_api import ContainerProperties, SignedIdentifier
 from funchost.storage.blob_rules import canonical_lease_id
 from funchost.storage.sqlite import blob_leases as leases
+from funchost.storage.sqlite.blob_conn import BlobDatabase, Conn
 from funchost.storage.sqlite.blob_extras import (
     container_lease,
     container_properties,
@@ -27,7 +27,6 @@ from funchost.storage.sqlite.blob_extras import (
 )
 from funchost.storage.sqlite.blob_leases import Lease
 from funchost.storage.sqlite.blob_rows import new_etag
-from funchost.storage.sqlite.db import SqliteDatabase
 
 
 def _container_code(exc: StorageError) -> StorageError:
@@ -37,7 +36,7 @@ def _container_code(exc: StorageError) -> StorageError:
 
 
 class ContainerOperations:
-    _db: SqliteDatabase
+    _db: BlobDatabase
     clock: Clock
     delete_container: Callable[[str], Awaitable[None]]  # the store's own, which also forgets the blobs
 
@@ -50,8 +49,9 @@ class ContainerOperations:
         meta = dict(metadata)
         now_dt, now = self._now()
 
-        def run(conn: sqlite3.Connection) -> ContainerProperties:
-            if conn.execute("INSERT OR IGNORE INTO containers(name, versioning, created) VALUES (?, 0, ?)",
+        def run(conn: Conn) -> ContainerProperties:
+            if conn.execute("INSERT INTO containers(name, versioning, created) VALUES (?, 0, ?) "
+                            "ON CONFLICT DO NOTHING",
                             (name, now)).rowcount == 0:
                 raise ContainerAlreadyExists(f"container '{name}' already exists")
             conn.execute("DELETE FROM container_props WHERE name = ?", (name,))
@@ -61,13 +61,13 @@ class ContainerOperations:
 
         return await self._db.write(run)
 
-    def _container(self, conn: sqlite3.Connection, name: str, now: float) -> ContainerProperties:
+    def _container(self, conn: Conn, name: str, now: float) -> ContainerProperties:
         row = container_row(conn, name)
         if row is None:
             raise ContainerNotFound(f"container '{name}' does not exist")
         return container_properties(row, now)
 
-    def _container_write(self, conn: sqlite3.Connection, name: str, lease_id: str | None, now: float) -> Lease:
+    def _container_write(self, conn: Conn, name: str, lease_id: str | None, now: float) -> Lease:
         row = container_row(conn, name)
         if row is None:
             raise ContainerNotFound(f"container '{name}' does not exist")
@@ -79,7 +79,7 @@ class ContainerOperations:
     async def get_container_properties(self, name: str, *, lease_id: str | None = None) -> ContainerProperties:
         _, now = self._now()
 
-        def run(conn: sqlite3.Connection) -> ContainerProperties:
+        def run(conn: Conn) -> ContainerProperties:
             props = self._container(conn, name, now)
             if lease_id is not None and props.lease_state in ("leased", "breaking"):
                 current = container_lease(container_row(conn, name))  # type: ignore[arg-type]
@@ -111,7 +111,7 @@ class ContainerOperations:
     async def _update_container(self, name: str, lease_id: str | None, values: Any) -> ContainerProperties:
         now_dt, now = self._now()
 
-        def run(conn: sqlite3.Connection) -> ContainerProperties:
+        def run(conn: Conn) -> ContainerProperties:
             self._container_write(conn, name, lease_id, now)
             save_container(conn, name, {**values(conn, now_dt), "last_modified": now})
             return self._container(conn, name, now)
@@ -128,7 +128,7 @@ class ContainerOperations:
         _, now = self._now()
         start = max(prefix, marker)
 
-        def run(conn: sqlite3.Connection) -> tuple[list[ContainerProperties], str | None]:
+        def run(conn: Conn) -> tuple[list[ContainerProperties], str | None]:
             names = [r[0] for r in conn.execute(
                 "SELECT name FROM containers WHERE name >= ? AND substr(name, 1, ?) = ? ORDER BY name LIMIT ?",
                 (start, len(prefix), prefix, max_results + 1))]
@@ -142,7 +142,7 @@ class ContainerOperations:
                               break_period: int | None = None) -> tuple[ContainerProperties, str | None, int]:
         _, now = self._now()
 
-        def run(conn: sqlite3.Connection) -> tuple[ContainerProperties, str | None, int]:
+        def run(conn: Conn) -> tuple[ContainerProperties, str | None, int]:
             row = container_row(conn, name)
             if row is None:
                 raise ContainerNotFound(f"container '{name}' does not exist")

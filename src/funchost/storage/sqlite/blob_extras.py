@@ -10,15 +10,16 @@ binding) has the defaults: private, no metadata, an ETag derived from its creati
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from funchost.storage.blob_api import ContainerProperties, HttpHeaders
 from funchost.storage.blobs import INFINITE_LEASE, BlobProperties
+from funchost.storage.sqlite.blob_conn import Conn, Row
 from funchost.storage.sqlite.blob_leases import Lease
 from funchost.storage.sqlite.blob_rows import lease_of, to_properties
+from funchost.storage.sqlite.blob_sql import upsert
 
 EXTRA_SCHEMA = """
 CREATE TABLE IF NOT EXISTS container_props (
@@ -53,7 +54,7 @@ CREATE TABLE IF NOT EXISTS committed_blocks (
 """
 
 
-def migrate(conn: sqlite3.Connection) -> None:
+def migrate(conn: Conn) -> None:
     """Add the `props` column to blobs and versions of a store created before it existed."""
     for table in ("blobs", "versions"):
         columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
@@ -72,7 +73,7 @@ def props_json(headers: HttpHeaders, blob_type: str, committed_blocks: int | Non
     return json.dumps(data)
 
 
-def full_properties(row: sqlite3.Row, lease: Lease | None = None) -> BlobProperties:
+def full_properties(row: Row, lease: Lease | None = None) -> BlobProperties:
     props = to_properties(row, lease)
     raw = row["props"] if "props" in row.keys() else None
     data = json.loads(raw) if raw else {}
@@ -90,19 +91,19 @@ def headers_of(props: BlobProperties) -> HttpHeaders:
                        props.content_disposition, props.cache_control, props.content_md5)
 
 
-def container_row(conn: sqlite3.Connection, name: str) -> sqlite3.Row | None:
-    row: sqlite3.Row | None = conn.execute(
+def container_row(conn: Conn, name: str) -> Row | None:
+    row: Row | None = conn.execute(
         "SELECT c.name, c.created, p.etag, p.last_modified, p.metadata, p.public_access, p.acl, "
         "p.lease_state AS lease_state, p.lease_id, p.lease_duration, p.lease_expires, p.lease_break_at "
         "FROM containers c LEFT JOIN container_props p ON p.name = c.name WHERE c.name = ?", (name,)).fetchone()
     return row
 
 
-def container_lease(row: sqlite3.Row) -> Lease:
+def container_lease(row: Row) -> Lease:
     return lease_of(row) if row["lease_state"] is not None else Lease()
 
 
-def container_properties(row: sqlite3.Row, now: float) -> ContainerProperties:
+def container_properties(row: Row, now: float) -> ContainerProperties:
     lease = container_lease(row).effective(now)
     created = row["created"]
     etag = row["etag"] or f'"0x{int(created * 10_000_000) + 621_355_968_000_000_000:X}"'
@@ -114,7 +115,7 @@ def container_properties(row: sqlite3.Row, now: float) -> ContainerProperties:
                                row["public_access"], lease.state, lease.status, duration)
 
 
-def save_container(conn: sqlite3.Connection, name: str, values: dict[str, Any]) -> None:
+def save_container(conn: Conn, name: str, values: dict[str, Any]) -> None:
     row = container_row(conn, name)
     assert row is not None
     current = {
@@ -126,11 +127,10 @@ def save_container(conn: sqlite3.Connection, name: str, values: dict[str, Any]) 
     }
     current.update(values)
     columns = ["name", *current]
-    conn.execute(f"INSERT OR REPLACE INTO container_props({', '.join(columns)}) VALUES "
-                 f"({', '.join('?' * len(columns))})", (name, *current.values()))
+    conn.execute(upsert("container_props", columns, ("name",)), (name, *current.values()))
 
 
-def drop_blob_blocks(conn: sqlite3.Connection, container: str, name: str, *, staged: bool = True) -> list[int]:
+def drop_blob_blocks(conn: Conn, container: str, name: str, *, staged: bool = True) -> list[int]:
     """Forget the blob's committed list (and staged blocks); returns staged contents to collect."""
     conn.execute("DELETE FROM committed_blocks WHERE container = ? AND name = ?", (container, name))
     if not staged:
@@ -142,7 +142,7 @@ def drop_blob_blocks(conn: sqlite3.Connection, container: str, name: str, *, sta
     return ids
 
 
-def set_lease_columns(conn: sqlite3.Connection, container: str, name: str, lease: Lease) -> None:
+def set_lease_columns(conn: Conn, container: str, name: str, lease: Lease) -> None:
     conn.execute("UPDATE blobs SET lease_state = ?, lease_id = ?, lease_duration = ?, lease_expires = ?, "
                  "lease_break_at = ? WHERE container = ? AND name = ?",
                  (lease.state, lease.lease_id, lease.duration, lease.expires, lease.break_at, container, name))

@@ -8,37 +8,37 @@ clients); prefixes count toward `maxresults` as blobs do.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 
 from funchost.clock import Clock
 from funchost.errors import StorageError
 from funchost.storage.blob_api import ListedPage
 from funchost.storage.blobs import BlobProperties
+from funchost.storage.sqlite.blob_conn import Conn
 from funchost.storage.sqlite.blob_extras import full_properties
 from funchost.storage.sqlite.blob_rows import lease_of
-from funchost.storage.sqlite.blob_sql import check_etag, container_versioning, read_range, resolve, snapshot
+from funchost.storage.sqlite.blob_sql import check_etag, container_versioning, read_range, resolve
 
 BATCH = 256
 
 
-def reader(container: str, name: str, version_id: str | None, clock: Clock) -> Callable[[sqlite3.Connection],
+def reader(container: str, name: str, version_id: str | None, clock: Clock) -> Callable[[Conn],
                                                                                          BlobProperties]:
     now = clock.now().timestamp()
 
-    def run(conn: sqlite3.Connection) -> BlobProperties:
+    def run(conn: Conn) -> BlobProperties:
         row, lease = resolve(conn, container, name, version_id, now)
         return full_properties(row, lease)
 
-    return snapshot(run)
+    return run
 
 
 def downloader(container: str, name: str, offset: int, length: int | None, version_id: str | None,
-               if_match: str | None, clock: Clock) -> Callable[[sqlite3.Connection], tuple[bytes, BlobProperties]]:
+               if_match: str | None, clock: Clock) -> Callable[[Conn], tuple[bytes, BlobProperties]]:
     """A range of the content and the full properties, from one snapshot."""
     now = clock.now().timestamp()
 
-    def run(conn: sqlite3.Connection) -> tuple[bytes, BlobProperties]:
+    def run(conn: Conn) -> tuple[bytes, BlobProperties]:
         row, lease = resolve(conn, container, name, version_id, now)
         check_etag(row, if_match)
         size = row["size"]
@@ -48,7 +48,7 @@ def downloader(container: str, name: str, offset: int, length: int | None, versi
         end = size if length is None else min(size, offset + length)
         return read_range(conn, row["content_id"], offset, end), full_properties(row, lease)
 
-    return snapshot(run)
+    return run
 
 
 def _after(prefix: str) -> str:
@@ -57,21 +57,22 @@ def _after(prefix: str) -> str:
 
 
 def lister(container: str, prefix: str, delimiter: str, marker: str, max_results: int,
-           now: float) -> Callable[[sqlite3.Connection], ListedPage]:
-    def run(conn: sqlite3.Connection) -> ListedPage:
+           now: float) -> Callable[[Conn], ListedPage]:
+    def run(conn: Conn) -> ListedPage:
         container_versioning(conn, container)
         blobs: list[BlobProperties] = []
         prefixes: list[str] = []
-        cursor = max(prefix, marker)
+        cursor, past = max(prefix, marker), False  # past: the cursor's name itself was returned
         while True:
             rows = conn.execute(
-                "SELECT * FROM blobs WHERE container = ? AND name >= ? AND substr(name, 1, ?) = ? "
-                "ORDER BY name LIMIT ?", (container, cursor, len(prefix), prefix, BATCH)).fetchall()
+                f"SELECT * FROM blobs WHERE container = ? AND name {'>' if past else '>='} ? "
+                "AND substr(name, 1, ?) = ? ORDER BY name LIMIT ?",
+                (container, cursor, len(prefix), prefix, BATCH)).fetchall()
             if not rows:
                 return ListedPage(blobs, prefixes, None)
             for row in rows:
                 name = row["name"]
-                if name < cursor:
+                if name < cursor or (past and name == cursor):
                     continue
                 if len(blobs) + len(prefixes) >= max_results:
                     return ListedPage(blobs, prefixes, name)
@@ -79,11 +80,11 @@ def lister(container: str, prefix: str, delimiter: str, marker: str, max_results
                 if cut >= 0:
                     folder = name[:cut + len(delimiter)]
                     prefixes.append(folder)
-                    cursor = _after(folder)
+                    cursor, past = _after(folder), False
                     break
                 blobs.append(full_properties(row, lease_of(row).effective(now)))
-                cursor = name + "\0"
+                cursor, past = name, True
             else:
                 continue
 
-    return snapshot(run)
+    return run

@@ -7,11 +7,11 @@ and properties is one transaction (see docs/blobs.md for why).
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
 
 from funchost.storage.blobs import BlobProperties
+from funchost.storage.sqlite.blob_conn import Conn, Row
 from funchost.storage.sqlite.blob_leases import Lease
 
 CHUNK_SIZE = 4 * 1024 * 1024
@@ -91,7 +91,7 @@ def ticks(now: datetime) -> int:
     return (now - _UNIX_EPOCH) // timedelta(microseconds=1) * 10
 
 
-def next_counter(conn: sqlite3.Connection, name: str, at_least: int = 0) -> int:
+def next_counter(conn: Conn, name: str, at_least: int = 0) -> int:
     """max(stored + 1, at_least), stored back: unique and increasing across processes."""
     row = conn.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()
     value = max((row[0] + 1) if row else 1, at_least)
@@ -100,12 +100,12 @@ def next_counter(conn: sqlite3.Connection, name: str, at_least: int = 0) -> int:
     return value
 
 
-def new_etag(conn: sqlite3.Connection, now: datetime) -> str:
+def new_etag(conn: Conn, now: datetime) -> str:
     """Quoted hex of .NET ticks, the service's format (e.g. "0x8DC4F2A1B3C5D7E")."""
     return f'"0x{next_counter(conn, "etag", ticks(now) + _DOTNET_EPOCH_TICKS):X}"'
 
 
-def new_version_id(conn: sqlite3.Connection, now: datetime) -> str:
+def new_version_id(conn: Conn, now: datetime) -> str:
     """The write time with 7 fractional digits, bumped by one tick if already used."""
     value = next_counter(conn, "version", ticks(now))
     seconds, fraction = divmod(value, 10_000_000)
@@ -117,7 +117,7 @@ def format_sequencer(value: int) -> str:
     return f"{value:0{SEQUENCER_WIDTH}x}"
 
 
-def new_sequencer(conn: sqlite3.Connection) -> tuple[int, str]:
+def new_sequencer(conn: Conn) -> tuple[int, str]:
     value = next_counter(conn, "sequencer")
     return value, format_sequencer(value)
 
@@ -132,12 +132,12 @@ def _time(epoch: float) -> datetime:
     return datetime.fromtimestamp(int(epoch), UTC)
 
 
-def lease_of(row: sqlite3.Row) -> Lease:
+def lease_of(row: Row) -> Lease:
     return Lease(row["lease_state"], row["lease_id"], row["lease_duration"], row["lease_expires"],
                  row["lease_break_at"])
 
 
-def to_properties(row: sqlite3.Row, lease: Lease | None = None) -> BlobProperties:
+def to_properties(row: Row, lease: Lease | None = None) -> BlobProperties:
     lease = lease or Lease()
     return BlobProperties(
         container=row["container"],

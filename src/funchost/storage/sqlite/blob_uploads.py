@@ -11,14 +11,13 @@ what a crashed process left behind is swept at the next open once it is a day ol
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import time
 from collections.abc import AsyncIterable, Iterator
 
 from funchost.errors import StorageError
 from funchost.storage.blob_api import UploadedContent
+from funchost.storage.sqlite.blob_conn import BlobDatabase, Conn
 from funchost.storage.sqlite.blob_rows import CHUNK_SIZE, next_counter
-from funchost.storage.sqlite.db import SqliteDatabase
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS pending_contents (
@@ -29,7 +28,7 @@ CREATE TABLE IF NOT EXISTS pending_contents (
 ABANDONED_AFTER = 24 * 3600  # seconds (wall clock): no upload takes that long
 
 
-async def upload(db: SqliteDatabase, pieces: AsyncIterable[bytes]) -> UploadedContent:
+async def upload(db: BlobDatabase, pieces: AsyncIterable[bytes]) -> UploadedContent:
     """Store `pieces` as a pending content, CHUNK_SIZE bytes per transaction; on any failure
     (the client went away, the body broke a limit) what was stored is dropped."""
     content_id = await db.write(register)
@@ -56,27 +55,27 @@ async def upload(db: SqliteDatabase, pieces: AsyncIterable[bytes]) -> UploadedCo
     return UploadedContent(content_id, size, digest.digest())
 
 
-def register(conn: sqlite3.Connection) -> int:
+def register(conn: Conn) -> int:
     """A new content id for a body about to arrive."""
     content_id = next_counter(conn, "content")
     conn.execute("INSERT INTO pending_contents(content_id, started) VALUES (?, ?)", (content_id, time.time()))
     return content_id
 
 
-def add_chunk(conn: sqlite3.Connection, content_id: int, seq: int, data: bytes) -> None:
+def add_chunk(conn: Conn, content_id: int, seq: int, data: bytes) -> None:
     if conn.execute("SELECT 1 FROM pending_contents WHERE content_id = ?", (content_id,)).fetchone() is None:
         raise _gone()
     conn.execute("INSERT INTO chunks(content_id, seq, data) VALUES (?, ?, ?)", (content_id, seq, data))
 
 
-def take(conn: sqlite3.Connection, content: UploadedContent) -> int:
+def take(conn: Conn, content: UploadedContent) -> int:
     """Inside the write that uses it: the content is the write's from now on."""
     if conn.execute("DELETE FROM pending_contents WHERE content_id = ?", (content.id,)).rowcount != 1:
         raise _gone()
     return content.id
 
 
-def chunks_of(conn: sqlite3.Connection, content_id: int) -> Iterator[bytes]:
+def chunks_of(conn: Conn, content_id: int) -> Iterator[bytes]:
     """The content's chunks in order, one in memory at a time."""
     seq = 0
     while (row := conn.execute("SELECT data FROM chunks WHERE content_id = ? AND seq = ?",
@@ -85,13 +84,13 @@ def chunks_of(conn: sqlite3.Connection, content_id: int) -> Iterator[bytes]:
         seq += 1
 
 
-def discard(conn: sqlite3.Connection, content_id: int) -> None:
+def discard(conn: Conn, content_id: int) -> None:
     """Drop a content no write took (a no-op once a write took it)."""
     if conn.execute("DELETE FROM pending_contents WHERE content_id = ?", (content_id,)).rowcount:
         conn.execute("DELETE FROM chunks WHERE content_id = ?", (content_id,))
 
 
-def sweep(conn: sqlite3.Connection) -> None:
+def sweep(conn: Conn) -> None:
     """Drop the contents of uploads abandoned by a process that died (run at open)."""
     stale = [r[0] for r in conn.execute("SELECT content_id FROM pending_contents WHERE started < ?",
                                         (time.time() - ABANDONED_AFTER,))]

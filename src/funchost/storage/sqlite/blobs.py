@@ -11,15 +11,16 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import sqlite3
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from funchost.clock import Clock
 from funchost.errors import ContainerAlreadyExists, ResourceConflict, StorageError
 from funchost.storage.blob_rules import MAX_LIST_RESULTS
 from funchost.storage.blobs import BlobChange, BlobChangeListener, BlobListPage, BlobProperties
 from funchost.storage.sqlite import blob_leases as leases
+from funchost.storage.sqlite.blob_conn import BlobDatabase, Conn, Row
 from funchost.storage.sqlite.blob_leases import Lease
 from funchost.storage.sqlite.blob_rows import (
     BLOB_COLUMNS,
@@ -51,6 +52,7 @@ from funchost.storage.sqlite.blob_sql import (
 from funchost.storage.sqlite.db import SqliteDatabase
 
 log = logging.getLogger("funchost.storage.blobs")
+T = TypeVar("T")
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
 
@@ -59,20 +61,25 @@ class SqliteBlobService:
     def __init__(self, account_dir: Path, account: str, clock: Clock) -> None:
         self.account_name = account
         self.clock = clock
-        self._db = self._open(Path(account_dir) / "blobs.db", f"blobs-{account}")
+        self._db: BlobDatabase = self._open(Path(account_dir) / "blobs.db", f"blobs-{account}")
         self._listeners: list[BlobChangeListener] = []
 
     def _open(self, path: Path, name: str) -> SqliteDatabase:
         """The account's database (`blob_account.SqliteBlobAccount` adds the REST API's tables)."""
         return SqliteDatabase(path, SCHEMA, name=name)
 
+    async def _snapshot(self, fn: Callable[[Conn], T]) -> T:
+        """A multi-statement read from one consistent view of the store."""
+        return await self._db.read(snapshot(fn))
+
     # -- containers -----------------------------------------------------------------------------
 
     async def create_container(self, name: str, *, exist_ok: bool = False, versioning: bool = False) -> bool:
         now = self.clock.now().timestamp()
 
-        def run(conn: sqlite3.Connection) -> bool:
-            cur = conn.execute("INSERT OR IGNORE INTO containers(name, versioning, created) VALUES (?, ?, ?)",
+        def run(conn: Conn) -> bool:
+            cur = conn.execute("INSERT INTO containers(name, versioning, created) VALUES (?, ?, ?) "
+                               "ON CONFLICT DO NOTHING",
                                (name, int(versioning), now))
             return cur.rowcount == 1
 
@@ -82,7 +89,7 @@ class SqliteBlobService:
         return created
 
     async def delete_container(self, name: str) -> None:
-        def run(conn: sqlite3.Connection) -> None:
+        def run(conn: Conn) -> None:
             container_versioning(conn, name)
             ids = [r[0] for r in conn.execute(
                 "SELECT content_id FROM blobs WHERE container = ? UNION SELECT content_id FROM versions "
@@ -122,7 +129,7 @@ class SqliteBlobService:
         now_dt = self.clock.now()
         now = now_dt.timestamp()
 
-        def run(conn: sqlite3.Connection) -> tuple[BlobProperties, BlobChange]:
+        def run(conn: Conn) -> tuple[BlobProperties, BlobChange]:
             versioning = container_versioning(conn, container)
             old = blob_row(conn, container, name)
             if old is not None and not overwrite:
@@ -154,7 +161,7 @@ class SqliteBlobService:
         now_dt = self.clock.now()
         now = now_dt.timestamp()
 
-        def run(conn: sqlite3.Connection) -> BlobProperties:
+        def run(conn: Conn) -> BlobProperties:
             versioning = container_versioning(conn, container)
             old = existing(conn, container, name)
             lease = leases.check_write(lease_of(old), None, now)
@@ -171,7 +178,7 @@ class SqliteBlobService:
     ) -> None:
         now = self.clock.now().timestamp()
 
-        def run(conn: sqlite3.Connection) -> BlobChange:
+        def run(conn: Conn) -> BlobChange:
             container_versioning(conn, container)
             old = existing(conn, container, name)
             check_etag(old, if_match)
@@ -196,7 +203,7 @@ class SqliteBlobService:
     ) -> tuple[bytes, BlobProperties]:
         now = self.clock.now().timestamp()
 
-        def run(conn: sqlite3.Connection) -> tuple[bytes, BlobProperties]:
+        def run(conn: Conn) -> tuple[bytes, BlobProperties]:
             row, lease = resolve(conn, container, name, version_id, now)
             check_etag(row, if_match)
             size = row["size"]
@@ -207,18 +214,18 @@ class SqliteBlobService:
             end = size if length is None else min(size, offset + length)
             return read_range(conn, row["content_id"], offset, end), to_properties(row, lease)
 
-        return await self._db.read(snapshot(run))
+        return await self._snapshot(run)
 
     async def get_blob_properties(
         self, container: str, name: str, *, version_id: str | None = None
     ) -> BlobProperties:
         now = self.clock.now().timestamp()
 
-        def run(conn: sqlite3.Connection) -> BlobProperties:
+        def run(conn: Conn) -> BlobProperties:
             row, lease = resolve(conn, container, name, version_id, now)
             return to_properties(row, lease)
 
-        return await self._db.read(snapshot(run))
+        return await self._snapshot(run)
 
     async def list_blobs(
         self,
@@ -233,7 +240,7 @@ class SqliteBlobService:
         start = max(prefix, marker or "")
         now = self.clock.now().timestamp()
 
-        def run(conn: sqlite3.Connection) -> BlobListPage:
+        def run(conn: Conn) -> BlobListPage:
             container_versioning(conn, container)
             rows = conn.execute(
                 f"SELECT {BLOB_COLUMNS}, lease_state, lease_id, lease_duration, lease_expires, lease_break_at "
@@ -242,7 +249,7 @@ class SqliteBlobService:
             items = [to_properties(r, lease_of(r).effective(now)) for r in rows[:limit]]
             return BlobListPage(items, rows[limit]["name"] if len(rows) > limit else None)
 
-        return await self._db.read(snapshot(run))
+        return await self._snapshot(run)
 
     # -- leases ---------------------------------------------------------------------------------
 
@@ -270,7 +277,7 @@ class SqliteBlobService:
     async def _lease_op(self, container: str, name: str, op: Callable[[Lease, float], Lease]) -> Lease:
         now = self.clock.now().timestamp()
 
-        def run(conn: sqlite3.Connection) -> Lease:
+        def run(conn: Conn) -> Lease:
             container_versioning(conn, container)
             new = op(lease_of(existing(conn, container, name)), now)
             conn.execute("UPDATE blobs SET lease_state = ?, lease_id = ?, lease_duration = ?, lease_expires = ?, "
@@ -302,7 +309,7 @@ class SqliteBlobService:
         row = await self._db.read(lambda c: c.execute("SELECT max(seq) FROM changes").fetchone())
         return format_sequencer(row[0]) if row and row[0] is not None else None
 
-    def _journal(self, conn: sqlite3.Connection, kind: str, api: str, props: BlobProperties | None,
+    def _journal(self, conn: Conn, kind: str, api: str, props: BlobProperties | None,
                  container: str | None = None, name: str | None = None) -> BlobChange:
         container = props.container if props else container or ""
         name = props.name if props else name or ""
@@ -313,7 +320,7 @@ class SqliteBlobService:
         return BlobChange(kind, api, self.account_name, container, name, props, sequencer,
                           blob_url(self.account_name, container, name))
 
-    def _change_from_row(self, row: sqlite3.Row) -> BlobChange:
+    def _change_from_row(self, row: Row) -> BlobChange:
         props = properties_from_json(row["container"], row["name"], row["properties"]) if row["properties"] else None
         return BlobChange(row["kind"], row["api"], self.account_name, row["container"], row["name"], props,
                           format_sequencer(row["seq"]), blob_url(self.account_name, row["container"], row["name"]))

@@ -1,0 +1,44 @@
+"""The connection the blob store's SQL runs on: a `sqlite3.Connection` in the embedded store,
+`postgres.blob_conn.PgConn` on PostgreSQL (the same statements, written in the SQL both accept:
+`?` placeholders, `INSERT ... ON CONFLICT`, rows read by column name)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class Row(Protocol):
+    def __getitem__(self, key: Any, /) -> Any: ...
+
+    def keys(self) -> list[str]: ...
+
+
+class Cursor(Protocol):
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Conn(Protocol):
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor: ...
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor: ...
+
+
+class BlobDatabase(Protocol):
+    """Where the blob store's transactions run: `SqliteDatabase` (BEGIN IMMEDIATE writes) or
+    `postgres.blob_database.PgAccountDatabase` (writes serialized per account by a lock)."""
+
+    async def read(self, fn: Callable[[Conn], T], /) -> T: ...
+
+    async def write(self, fn: Callable[[Conn], T], /) -> T: ...
+
+    async def aclose(self) -> None: ...
