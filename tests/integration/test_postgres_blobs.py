@@ -4,6 +4,7 @@ machines that share nothing but the server) see one store, one lease holder, one
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,34 @@ async def test_large_blobs_are_chunked_and_ranges_cross_chunks(tmp_path: Path, p
         assert count == 0
     finally:
         await a.aclose()
+
+
+async def test_a_host_frozen_inside_a_write_stalls_the_others_only_until_the_server_ends_it(
+        tmp_path: Path, postgres_dsn: str, postgres_schema: str) -> None:
+    from funchost.storage.postgres.blob_database import _LOCK_NAMESPACE
+    from funchost.storage.postgres.connect import connect_sync
+
+    a = host(tmp_path, "a", postgres_dsn, postgres_schema)
+    try:
+        blobs = a.blobs()
+        await blobs.create_container("c")
+        frozen = connect_sync(a.config, "frozen", autocommit=False)  # the session settings every host has
+        schema = f"{postgres_schema}__devstoreaccount1"
+        frozen.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LOCK_NAMESPACE, schema))
+        # ... and then nothing: a host stopped in the middle of a blob write
+        started = time.monotonic()
+        await blobs.upload_blob("c", "after", b"x")
+        waited = time.monotonic() - started
+        assert 5 < waited < 15, waited  # idle_in_transaction_session_timeout (10 s) ended the frozen session
+        assert (await blobs.download_blob("c", "after"))[0] == b"x"
+        assert frozen.closed or frozen.broken or _dead(frozen)
+    finally:
+        await a.aclose()
+
+
+def _dead(conn: object) -> bool:
+    try:
+        conn.execute("SELECT 1")  # type: ignore[attr-defined]
+    except Exception:
+        return True
+    return False
