@@ -1,6 +1,6 @@
 """The storage endpoints as a host service (`registry.HOST_SERVICE_MODULES`).
 
-On with embedded storage when the `FUNCHOST_STORAGE_ENDPOINTS` setting says so (`funchost start`
+On with embedded or PostgreSQL storage when the `FUNCHOST_STORAGE_ENDPOINTS` setting says so (`funchost start`
 sets it to `on` unless told otherwise; the in-process test harness leaves it off). Requests reach
 the accounts through the host's own storage (`HostStorage.for_account`), behind the same wrappers
 as triggers and bindings: a message put with an SDK wakes this host's queue listeners through the
@@ -67,7 +67,7 @@ class StorageEndpointsService:
 
 async def start(runtime: Runtime) -> StorageEndpointsService | None:
     settings = parse_setting(runtime.settings.get(SETTING), host=runtime.settings.get(f"{SETTING}_BIND") or "127.0.0.1")
-    if settings is None or runtime.storage.kind != "embedded":
+    if settings is None or runtime.storage.kind not in ("embedded", "postgres"):
         return None
     identity = data_identity(runtime.data_dir / "storage")
     endpoints = StorageEndpoints(HostAccounts(runtime.storage), Accounts.from_settings(runtime.settings),
