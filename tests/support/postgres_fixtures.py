@@ -4,7 +4,7 @@
   When PostgreSQL cannot be started, every test that uses it fails with the reason; it is
   never skipped.
 - `postgres_schema`: a fresh, empty PostgreSQL schema name for one test, dropped afterwards with
-  the schemas named after it (`<schema>__<account>`, the blob accounts').
+  the schemas named after it (`<schema>_...`: the blob accounts' `<schema>__<account>`).
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def postgres_schema(postgres_dsn: str) -> Iterator[str]:
     name = "t_" + uuid.uuid4().hex[:16]
     yield name
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        # the schema and the per-account schemas of the blob store (`<schema>__<account>`)
+        # the schema and those named after it (`<schema>__<account>` of the blob accounts)
         found = [r[0] for r in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname = %s OR "
-                                            "starts_with(nspname, %s)", (name, name + "__"))]
+                                            "starts_with(nspname, %s)", (name, name + "_"))]
         for schema in found:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))

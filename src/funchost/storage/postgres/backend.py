@@ -49,10 +49,16 @@ class PostgresStorage:
         self._lock = threading.Lock()
         self._account: str | None = None  # set on the views of `for_account`
         self._views: dict[str, Any] = {}
-        # The server (connects on first use), shared by every port of this backend and its views.
-        self.database = PgDatabase(config)
-        self._blob_accounts: dict[str, PostgresBlobAccount] = {}  # shared with the views
-        self._clocks: dict[str, Clock] = {}
+        self._shared: dict[str, Any] = {}  # the server's services, one each (account views share the dict)
+
+    @property
+    def database(self) -> PgDatabase:
+        """The server, shared by every port of this backend (and its account views)."""
+        with self._lock:
+            if "database" not in self._shared:
+                self._shared["database"] = PgDatabase(self.config)
+            database: PgDatabase = self._shared["database"]
+        return database
 
     def _local(self) -> StorageBackend:
         """The data folder's embedded stores, for the services not on the server yet."""
@@ -72,21 +78,27 @@ class PostgresStorage:
         account = self.connection(connection, "blob").account_name
         database = self.database
         with self._lock:
-            found = self._blob_accounts.get(account)
+            found: PostgresBlobAccount | None = self._shared.get(f"blobs:{account}")
         if found is not None:
             return found
         clock = self._server_clock(database)
         with self._lock:
-            return self._blob_accounts.setdefault(account, PostgresBlobAccount(database, account, clock))
+            blobs: PostgresBlobAccount = self._shared.setdefault(f"blobs:{account}",
+                                                                 PostgresBlobAccount(database, account, clock))
+        return blobs
 
     def _server_clock(self, database: PgDatabase) -> Clock:
         """Lease expiries and blob times from the server's clock; a ManualClock as given."""
         if not isinstance(self.clock, SystemClock):
             return self.clock
         with self._lock:
-            if "server" not in self._clocks:
-                self._clocks["server"] = ServerClock(database)
-            return self._clocks["server"]
+            found: Clock | None = self._shared.get("clock")
+        if found is not None:
+            return found
+        measured = ServerClock(database)  # one round trip to the server, not under the lock
+        with self._lock:
+            clock: Clock = self._shared.setdefault("clock", measured)
+        return clock
 
     def blob_changes(self, connection: str | None = None) -> BlobChangeJournal | None:
         return self.blobs(connection)  # the blob store journals its own changes
@@ -126,9 +138,12 @@ class PostgresStorage:
             return  # a view: the services are the backend's, closed with it
         with self._lock:
             local, self._embedded = self._embedded, None
+            database = self._shared.pop("database", None)
+            self._shared.clear()
         if local is not None:
             await local.aclose()
-        await self.database.aclose()
+        if database is not None:
+            await database.aclose()
 
     def __repr__(self) -> str:
         return f"PostgresStorage({self.config.describe()}, schema={self.config.schema})"

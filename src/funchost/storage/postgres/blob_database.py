@@ -14,15 +14,17 @@ ends its session; the others wait at most `lock_timeout` and then answer ServerB
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from funchost.errors import ConfigError
+from funchost.runtime.activity import busy
 from funchost.storage.postgres.blob_conn import PgConn
 from funchost.storage.postgres.blob_schema import STEPS, account_schema
 from funchost.storage.postgres.connect import connect_sync
-from funchost.storage.postgres.db import PgDatabase
+from funchost.storage.postgres.db import PgDatabase, translate
 from funchost.storage.postgres.migrate import migrate
 from funchost.storage.sqlite import blob_uploads as uploads
 from funchost.storage.sqlite.blob_conn import Conn
@@ -45,17 +47,25 @@ class PgAccountDatabase:
         self._ready_lock = threading.Lock()
 
     async def read(self, fn: Callable[[Conn], T], /) -> T:
+        await self._ready_tables()
         return await self._database.run(lambda conn: fn(self._begin(conn, write=False)))
 
     async def write(self, fn: Callable[[Conn], T], /) -> T:
+        await self._ready_tables()
         return await self._database.run(lambda conn: fn(self._begin(conn, write=True)))
+
+    async def _ready_tables(self) -> None:
+        """Migrate before the first transaction, so waiting for another host's migration never
+        holds a transaction of ours open."""
+        if not self._ready:
+            with busy():
+                await asyncio.get_running_loop().run_in_executor(None, self._ensure_tables)
 
     def _begin(self, conn: Any, *, write: bool) -> Conn:
         """The first statements of the transaction (one round trip): isolation, the account's
         schema, and for a write the account's lock."""
         from psycopg import sql as pgsql
 
-        self._ensure_tables()
         ident = pgsql.Identifier(self.schema)
         if write:
             statements = pgsql.SQL("SET LOCAL search_path TO {}; SELECT pg_advisory_xact_lock({}, hashtext({}))").format(
@@ -74,13 +84,16 @@ class PgAccountDatabase:
         with self._ready_lock:
             if self._ready:
                 return
+            import psycopg
+
             conn = connect_sync(self._database.config, "blobs-migrate")
             try:
                 migrate(conn, self.schema, "blobs", STEPS)
                 with conn.transaction():
-                    conn.execute(f'SET LOCAL search_path TO "{self.schema}"')
-                    conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LOCK_NAMESPACE, self.schema))
+                    self._begin(conn, write=True)
                     uploads.sweep(PgConn(conn))
+            except psycopg.Error as exc:
+                raise translate(self._database.config, exc) from exc
             finally:
                 conn.close()
             self._ready = True
