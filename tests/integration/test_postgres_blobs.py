@@ -144,3 +144,31 @@ def _dead(conn: object) -> bool:
     except Exception:
         return True
     return False
+
+
+async def test_subscribers_hear_of_changes_made_on_another_host(tmp_path: Path, postgres_dsn: str,
+                                                               postgres_schema: str) -> None:
+    a, b = host(tmp_path, "a", postgres_dsn, postgres_schema), host(tmp_path, "b", postgres_dsn, postgres_schema)
+    try:
+        await a.blobs().create_container("c")
+        heard: list[tuple[str, str]] = []
+        unsubscribe = b.blobs().subscribe(lambda change: heard.append((change.kind, change.name)))
+        for _ in range(100):  # bounded wait until B listens
+            listening = await a.database.run(lambda c: c.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'funchost/blob-listener/%' "
+                "AND query LIKE 'LISTEN%'").fetchone()[0])
+            if listening:
+                break
+            await asyncio.sleep(0.05)
+        await a.blobs().upload_blob("c", "remote", b"x")
+        await b.blobs().upload_blob("c", "local", b"y")
+        await a.blobs().delete_blob("c", "remote")
+        for _ in range(100):  # bounded wait for the notifications
+            if len(heard) >= 3:
+                break
+            await asyncio.sleep(0.05)
+        assert sorted(heard) == [("BlobCreated", "local"), ("BlobCreated", "remote"), ("BlobDeleted", "remote")]
+        unsubscribe()
+    finally:
+        await a.aclose()
+        await b.aclose()

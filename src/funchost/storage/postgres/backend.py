@@ -139,7 +139,11 @@ class PostgresStorage:
         with self._lock:
             local, self._embedded = self._embedded, None
             database = self._shared.pop("database", None)
+            services = list(self._shared.values())
             self._shared.clear()
+        for service in services:
+            if isinstance(service, PostgresBlobAccount):
+                await service.aclose()
         if local is not None:
             await local.aclose()
         if database is not None:

@@ -7,12 +7,14 @@ server's time) unless a `ManualClock` drives the host.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import TypeVar
 
 from funchost.clock import Clock
-from funchost.storage.blobs import BlobChangeListener
+from funchost.storage.blobs import BlobChange, BlobChangeListener, BlobProperties
 from funchost.storage.postgres.blob_database import PgAccountDatabase
+from funchost.storage.postgres.blob_feed import BATCH, RemoteChanges, blob_channel
 from funchost.storage.postgres.db import PgDatabase
 from funchost.storage.sqlite.blob_account import SqliteBlobAccount
 from funchost.storage.sqlite.blob_conn import Conn
@@ -29,6 +31,43 @@ class PostgresBlobAccount(SqliteBlobAccount):
         self.clock = clock
         self._db = PgAccountDatabase(database, account)
         self._listeners: list[BlobChangeListener] = []
+        self._channel = blob_channel(database.config.schema)
+        self._remote = RemoteChanges(database.config, account, lambda cursor: self.changes_since(cursor, BATCH),
+                                     self.current_cursor, self._deliver)
 
     async def _snapshot(self, fn: Callable[[Conn], T]) -> T:
         return await self._db.read(fn)  # every read is one REPEATABLE READ snapshot
+
+    # -- subscribers on every host ----------------------------------------------------------------
+
+    def _journal(self, conn: Conn, kind: str, api: str, props: BlobProperties | None,
+                 container: str | None = None, name: str | None = None) -> BlobChange:
+        change = super()._journal(conn, kind, api, props, container, name)
+        conn.execute("SELECT pg_notify(?, ?)", (self._channel, self.account_name))  # sent at commit
+        self._remote.published(change)  # before the commit: the listener never hands it out again
+        return change
+
+    def _deliver(self, change: BlobChange) -> None:
+        super()._publish(change)
+
+    def subscribe(self, listener: BlobChangeListener) -> Callable[[], None]:
+        """In this process as embedded; while there are subscribers, also other hosts' changes."""
+        unsubscribe = super().subscribe(listener)
+        try:
+            self._remote.start()
+        except RuntimeError:  # no running loop (a sync caller): this process's changes only
+            pass
+
+        def done() -> None:
+            unsubscribe()
+            if not self._listeners:
+                try:
+                    asyncio.get_running_loop().create_task(self._remote.stop())
+                except RuntimeError:  # no running loop: nothing was started from here
+                    pass
+
+        return done
+
+    async def aclose(self) -> None:
+        await self._remote.stop()
+        await super().aclose()
