@@ -9,7 +9,7 @@ import base64
 import hashlib
 import sqlite3
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,16 +29,37 @@ MIB = 1024 * 1024
 BIG = bytes(range(256)) * (9 * MIB // 256) + b"tail"  # 9 MiB + 4: three chunks, the last one short
 
 
-def stored(tmp_path: Path, sql: str) -> list[tuple[Any, ...]]:
-    """Look at the embedded blob store's file as it is on disk."""
-    with sqlite3.connect(tmp_path / "data" / "storage" / DEVSTORE_ACCOUNT / "blobs.db") as conn:
-        return conn.execute(sql).fetchall()
+Query = Callable[[str], list[tuple[Any, ...]]]
 
 
-def no_leftovers(tmp_path: Path) -> bool:
+@pytest.fixture(params=["embedded", pytest.param("postgres", marks=pytest.mark.postgres)])
+def served_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def stored(served: Any, served_backend: str, tmp_path: Path) -> Query:
+    """Look at the blob store as it is stored: the embedded file on disk, or the account's tables
+    on the PostgreSQL server."""
+
+    def query(sql: str) -> list[tuple[Any, ...]]:
+        if served_backend == "postgres":
+            import psycopg
+
+            config = served.storage.backend.config
+            with psycopg.connect(config.conninfo) as conn:
+                conn.execute(f'SET search_path TO "{config.schema}__{DEVSTORE_ACCOUNT}"')
+                return conn.execute(sql).fetchall()
+        with sqlite3.connect(tmp_path / "data" / "storage" / DEVSTORE_ACCOUNT / "blobs.db") as conn:
+            return conn.execute(sql).fetchall()
+
+    return query
+
+
+def no_leftovers(stored: Query) -> bool:
     orphans = "SELECT count(*) FROM chunks WHERE content_id NOT IN (SELECT content_id FROM blobs) " \
               "AND content_id NOT IN (SELECT content_id FROM staged_blocks)"
-    return stored(tmp_path, "SELECT count(*) FROM pending_contents")[0][0] == 0 and stored(tmp_path, orphans)[0][0] == 0
+    return stored("SELECT count(*) FROM pending_contents")[0][0] == 0 and stored(orphans)[0][0] == 0
 
 
 @pytest.fixture
@@ -48,7 +69,7 @@ async def container(served):  # type: ignore[no-untyped-def]
         yield await client.create_container("big")
 
 
-async def test_a_large_put_blob_put_block_and_append_block_are_stored_whole(served, container, tmp_path) -> None:
+async def test_a_large_put_blob_put_block_and_append_block_are_stored_whole(served, container, stored) -> None:
     api = served.blobs()  # the object the endpoints write through
     uploads: list[int] = []
     upload = api.upload_content
@@ -76,10 +97,10 @@ async def test_a_large_put_blob_put_block_and_append_block_are_stored_whole(serv
     await log.append_block(b":end")
     assert await (await log.download_blob()).readall() == b"head:" + BIG[: 5 * MIB] + b":end"
     assert uploads == [len(BIG), len(BIG), 5 * MIB]  # the large bodies streamed, the small ones not
-    assert no_leftovers(tmp_path)
+    assert no_leftovers(stored)
 
 
-async def test_a_large_body_that_fails_a_check_leaves_nothing(served, container, tmp_path) -> None:
+async def test_a_large_body_that_fails_a_check_leaves_nothing(served, container, stored) -> None:
     url = f"{served.url('blob')}/big/bad.bin"
     wrong = base64.b64encode(hashlib.md5(b"something else").digest()).decode()
     headers = signed_headers("PUT", url, BIG, "blob", {"x-ms-blob-type": "BlockBlob", "Content-MD5": wrong})
@@ -94,10 +115,10 @@ async def test_a_large_body_that_fails_a_check_leaves_nothing(served, container,
         assert (response.status_code, response.headers["x-ms-error-code"]) == (409, "BlobAlreadyExists")
     assert not await container.get_blob_client("bad.bin").exists()
     assert await (await container.get_blob_client("taken.bin").download_blob()).readall() == b"first"
-    assert no_leftovers(tmp_path)
+    assert no_leftovers(stored)
 
 
-async def test_a_body_shorter_than_its_content_length_stores_nothing(served, container, tmp_path) -> None:
+async def test_a_body_shorter_than_its_content_length_stores_nothing(served, container, stored) -> None:
     url = f"{served.url('blob')}/big/short.bin"
     declared = 6 * MIB
     headers = signed_headers("PUT", url, b"x" * declared, "blob", {"x-ms-blob-type": "BlockBlob"})
@@ -110,11 +131,11 @@ async def test_a_body_shorter_than_its_content_length_stores_nothing(served, con
     writer.close()
     await writer.wait_closed()
     for _ in range(200):  # bounded wait for the server to notice the disconnect and clean up
-        if stored(tmp_path, "SELECT count(*) FROM pending_contents")[0][0] == 0:
+        if stored("SELECT count(*) FROM pending_contents")[0][0] == 0:
             break
         await asyncio.sleep(0.05)
     assert not await container.get_blob_client("short.bin").exists()
-    assert no_leftovers(tmp_path)
+    assert no_leftovers(stored)
 
 
 async def receive_of(chunks: list[bytes]) -> Any:
