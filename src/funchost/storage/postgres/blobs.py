@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 from funchost.clock import Clock
@@ -17,7 +18,7 @@ from funchost.storage.postgres.blob_database import PgAccountDatabase
 from funchost.storage.postgres.blob_feed import BATCH, RemoteChanges, blob_channel
 from funchost.storage.postgres.db import PgDatabase
 from funchost.storage.sqlite.blob_account import SqliteBlobAccount
-from funchost.storage.sqlite.blob_conn import Conn
+from funchost.storage.sqlite.blob_conn import BlobDatabase, Conn
 
 T = TypeVar("T")
 
@@ -26,14 +27,14 @@ class PostgresBlobAccount(SqliteBlobAccount):
     """`BlobService`, `BlobApi` and `BlobChangeJournal` of one account on the server."""
 
     def __init__(self, database: PgDatabase, account: str, clock: Clock) -> None:
-        # not super().__init__: that opens the account's SQLite file
-        self.account_name = account
-        self.clock = clock
-        self._db = PgAccountDatabase(database, account)
-        self._listeners: list[BlobChangeListener] = []
+        self._database = database
+        super().__init__(Path(account), account, clock)  # `_open` below: no folder of its own
         self._channel = blob_channel(database.config.schema)
         self._remote = RemoteChanges(database.config, account, lambda cursor: self.changes_since(cursor, BATCH),
                                      self.current_cursor, self._deliver)
+
+    def _open(self, path: Path, name: str) -> BlobDatabase:
+        return PgAccountDatabase(self._database, self.account_name)
 
     async def _snapshot(self, fn: Callable[[Conn], T]) -> T:
         return await self._db.read(fn)  # every read is one REPEATABLE READ snapshot

@@ -31,7 +31,7 @@ from funchost.storage.sqlite import blob_blocks as blocks
 from funchost.storage.sqlite import blob_leases as leases
 from funchost.storage.sqlite import blob_listing
 from funchost.storage.sqlite import blob_uploads as uploads
-from funchost.storage.sqlite.blob_conn import Conn, Row
+from funchost.storage.sqlite.blob_conn import BlobDatabase, Conn, Row
 from funchost.storage.sqlite.blob_containers import ContainerOperations, lease_action
 from funchost.storage.sqlite.blob_extras import (
     EXTRA_SCHEMA,
@@ -96,7 +96,7 @@ def _upgrade(conn: Conn) -> None:
 class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
     """The embedded backend's blob service: `BlobService`, its change journal and `BlobApi`."""
 
-    def _open(self, path: Path, name: str) -> SqliteDatabase:
+    def _open(self, path: Path, name: str) -> BlobDatabase:
         return SqliteDatabase(path, ";".join((SCHEMA, EXTRA_SCHEMA, uploads.SCHEMA)), name=name, upgrade=_upgrade)
 
     async def delete_container(self, name: str) -> None:

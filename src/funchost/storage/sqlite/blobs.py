@@ -64,7 +64,7 @@ class SqliteBlobService:
         self._db: BlobDatabase = self._open(Path(account_dir) / "blobs.db", f"blobs-{account}")
         self._listeners: list[BlobChangeListener] = []
 
-    def _open(self, path: Path, name: str) -> SqliteDatabase:
+    def _open(self, path: Path, name: str) -> BlobDatabase:
         """The account's database (`blob_account.SqliteBlobAccount` adds the REST API's tables)."""
         return SqliteDatabase(path, SCHEMA, name=name)
 
