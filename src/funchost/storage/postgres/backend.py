@@ -25,13 +25,13 @@ from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.eventhubs import EventHubBroker
 from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.postgres.config import PostgresConfig, postgres_config
+from funchost.storage.postgres.db import PgDatabase
 from funchost.storage.queues import QueueService
 from funchost.storage.servicebus import ServiceBusBroker
 from funchost.storage.tables import TableService
 
 # Services still kept in the data folder with --storage postgres (what the banner lists as local).
-LOCAL = ("queues", "blobs", "tables", "documents", "eventgrid", "durable", "servicebus", "eventhubs",
-         "keys", "invocation history")
+LOCAL = ("queues", "blobs", "tables", "documents", "durable", "servicebus", "eventhubs", "keys", "invocation history")
 
 
 class PostgresStorage:
@@ -47,6 +47,16 @@ class PostgresStorage:
         self._lock = threading.Lock()
         self._account: str | None = None  # set on the views of `for_account`
         self._views: dict[str, Any] = {}
+        self._shared: dict[str, Any] = {}  # the server's services, one each (account views share the dict)
+
+    @property
+    def database(self) -> PgDatabase:
+        """The server, shared by every port of this backend (and its account views)."""
+        with self._lock:
+            if "database" not in self._shared:
+                self._shared["database"] = PgDatabase(self.config)
+            database: PgDatabase = self._shared["database"]
+        return database
 
     def _local(self) -> StorageBackend:
         """The data folder's embedded stores, for the services not on the server yet."""
@@ -84,7 +94,12 @@ class PostgresStorage:
         return self._local().documents(connection)
 
     def eventgrid_store(self) -> EventGridStore:
-        return self._local().eventgrid_store()
+        from funchost.storage.postgres.eventgrid import PostgresEventStore
+
+        database = self.database
+        with self._lock:
+            store: EventGridStore = self._shared.setdefault("eventgrid", PostgresEventStore(database, self.clock))
+        return store
 
     def servicebus(self, namespace: str) -> ServiceBusBroker:
         return self._local().servicebus(namespace)
@@ -103,8 +118,12 @@ class PostgresStorage:
             return  # a view: the services are the backend's, closed with it
         with self._lock:
             local, self._embedded = self._embedded, None
+            database = self._shared.pop("database", None)
+            self._shared.clear()
         if local is not None:
             await local.aclose()
+        if database is not None:
+            await database.aclose()
 
     def __repr__(self) -> str:
         return f"PostgresStorage({self.config.describe()}, schema={self.config.schema})"
