@@ -27,11 +27,12 @@ from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.postgres.config import PostgresConfig, postgres_config
 from funchost.storage.postgres.db import PgDatabase
 from funchost.storage.queues import QueueService
+from funchost.storage.secrets import SecretStore
 from funchost.storage.servicebus import ServiceBusBroker
 from funchost.storage.tables import TableService
 
 # Services still kept in the data folder with --storage postgres (what the banner lists as local).
-LOCAL = ("queues", "blobs", "tables", "documents", "durable", "servicebus", "eventhubs", "keys", "invocation history")
+LOCAL = ("queues", "blobs", "tables", "documents", "durable", "servicebus", "eventhubs", "invocation history")
 
 
 class PostgresStorage:
@@ -112,6 +113,14 @@ class PostgresStorage:
 
     def invocation_history(self) -> InvocationHistoryStore:
         return self._local().invocation_history()
+
+    def secrets(self) -> SecretStore:
+        from funchost.storage.postgres.secrets import PostgresSecrets
+
+        database = self.database
+        with self._lock:
+            store: SecretStore = self._shared.setdefault("secrets", PostgresSecrets(database))
+        return store
 
     async def aclose(self) -> None:
         if self._account is not None:
