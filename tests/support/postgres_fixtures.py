@@ -3,7 +3,9 @@
 - `postgres_dsn` (session): DSN of the throwaway server (or FUNCHOST_TEST_POSTGRES_DSN).
   When PostgreSQL cannot be started, every test that uses it fails with the reason; it is
   never skipped.
-- `postgres_schema`: a fresh, empty PostgreSQL schema name for one test, dropped afterwards.
+- `postgres_schema`: a fresh, empty PostgreSQL schema name for one test, dropped afterwards
+  (with the `<name>_imports` schema the reference pipeline makes beside it).
+- `postgres_server`: the session's server itself, for tests that restart it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,12 @@ def postgres_dsn(_postgres_server: PostgresServer | PostgresUnavailable) -> str:
 
 
 @pytest.fixture
+def postgres_server(postgres_dsn: str, _postgres_server: PostgresServer | PostgresUnavailable) -> PostgresServer:
+    assert isinstance(_postgres_server, PostgresServer)  # postgres_dsn failed the test otherwise
+    return _postgres_server
+
+
+@pytest.fixture
 def postgres_schema(postgres_dsn: str) -> Iterator[str]:
     import psycopg
     from psycopg import sql
@@ -42,4 +50,5 @@ def postgres_schema(postgres_dsn: str) -> Iterator[str]:
     name = "t_" + uuid.uuid4().hex[:16]
     yield name
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {}, {} CASCADE").format(sql.Identifier(name),
+                                                                           sql.Identifier(f"{name}_imports")))
