@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import re
 import time
 from collections.abc import Iterator
@@ -114,10 +115,11 @@ def event(n: int) -> dict[str, object]:
 async def append_directly(data: Path, env: dict[str, str], numbers: range) -> None:
     storage = open_storage("postgres", data, AppSettings(env, environ={}), SystemClock())
     store = storage.eventgrid_store()
+    spread = random.Random(7)
     try:
         for n in numbers:
             routed = [NewEvent(event(n), (Target("custom-events", 30, 86400.0),))]
             await store.append("default", "EventGridSchema", routed, time.time())
-            await asyncio.sleep(0.15)  # spread over a few of the hosts' polls
+            await asyncio.sleep(spread.uniform(0.05, 0.35))  # over several of the hosts' 1 s polls
     finally:
         await storage.aclose()
