@@ -46,6 +46,7 @@ async def hosts(tmp_path: Path, postgres_dsn: str, postgres_schema: str) -> Asyn
 
 async def test_two_hosts_leasing_at_once_take_each_row_once(hosts: list[HostStorage]) -> None:
     a, b = (h.eventgrid_store() for h in hosts)
+    await asyncio.gather(a.next_due(), b.next_due())  # both connected, as running hosts are
     await a.append("t", "EventGridSchema", [event(i) for i in range(200)], time.time())
 
     async def drain(store: EventGridStore, owner: str) -> list[int]:
