@@ -16,6 +16,7 @@ Under a `ManualClock` (the contract suites) the offset is 0 and times pass throu
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -118,12 +119,12 @@ class PostgresEventStore:
 
     async def _run(self, fn: Callable[[Any, float], T]) -> T:
         """`fn(conn, offset)` in one transaction; `offset` moves host times onto the server's clock."""
+        if not self._migrated:  # before any transaction: a migration may wait for another host's
+            await asyncio.to_thread(self.database.migrate, COMPONENT, MIGRATIONS)
+            self._migrated = True
         now = server_time(self.clock)
 
         def run(conn: Any) -> T:
-            if not self._migrated:
-                self.database.migrate(COMPONENT, MIGRATIONS)
-                self._migrated = True
             host = self.clock.now().timestamp()
             offset = float(conn.execute(_OFFSET, {"now": now, "host": host}).fetchone()[0])
             return fn(conn, offset)
