@@ -2,7 +2,12 @@
 folder, killed with SIGKILL (and frozen with SIGSTOP/SIGCONT) at random while jobs flow.
 
     python benchmarks/pipeline_crash.py [--seconds 240] [--jobs 600] [--burst 20] [--freeze-share 0.2]
-                                        [--runs 1] [--seed 1]
+                                        [--runs 1] [--seed 1] [--postgres [--server-restarts 2]]
+
+`--postgres`: the hosts run `--storage postgres` on a throwaway PostgreSQL server (the machine's
+binaries, or FUNCHOST_TEST_POSTGRES_DSN without restarts), each with a data folder of its own once
+the queues and blobs are on the server, and the server is restarted while jobs flow; results go to
+benchmarks/results/pipeline_crash_postgres.json.
 
 Each run prints and records: jobs accepted, kills, freezes, jobs that needed a second run, and
 the invariants: lost (accepted but not final), duplicate effects (more than one ledger entry
@@ -26,8 +31,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.support.crash import CrashSettings, run_crash_test  # noqa: E402
+from tests.support.crash_stores import CrashServer  # noqa: E402
+from tests.support.postgres import PostgresServer, start_postgres  # noqa: E402
 
-SUMMARY = ("jobs", "kills", "freezes", "late", "jobs_rerun", "attempts_max", "ledger_resends_absorbed", "intake_503",
+SUMMARY = ("jobs", "kills", "freezes", "server_restarts", "data_folders", "late", "jobs_rerun", "attempts_max", "ledger_resends_absorbed", "intake_503",
            "slowest_job_seconds",
            "intake_connection_errors", "restarts_failed", "settle_seconds")
 INVARIANTS = ("lost", "not_completed", "duplicate_effects", "missing_effects", "unknown_entries", "wrong_rows",
@@ -44,14 +51,28 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--late", type=float, default=600.0,
                         help="after the 150 s settle bound, wait this long for the rest (they count as late)")
+    parser.add_argument("--postgres", action="store_true", help="hosts on --storage postgres, server restarted")
+    parser.add_argument("--server-restarts", type=int, default=2)
     args = parser.parse_args()
+    postgres = start_postgres() if args.postgres else None
+    try:
+        return record(args, postgres)
+    finally:
+        if postgres is not None:
+            postgres.stop()
+
+
+def record(args: argparse.Namespace, postgres: PostgresServer | None) -> int:
     runs = []
     for number in range(args.runs):
         settings = CrashSettings(seconds=args.seconds, jobs=args.jobs, burst=args.burst,
-                                 freeze_share=args.freeze_share, late_seconds=args.late, seed=args.seed + number)
+                                 freeze_share=args.freeze_share, late_seconds=args.late, seed=args.seed + number,
+                                 server_restarts=args.server_restarts if postgres else 0)
+        server = None if postgres is None else CrashServer(postgres.dsn, f"crash_{number}_{int(time.time())}",
+                                                           postgres.restart)
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="funchost-crash-") as tmp:
-            report = run_crash_test(Path(tmp), settings).to_dict()
+            report = run_crash_test(Path(tmp), settings, server).to_dict()
         report["wall_seconds"] = round(time.monotonic() - started, 1)
         runs.append(report)
         figures = ", ".join(f"{name}={len(report[name]) if isinstance(report[name], list) else report[name]}"
@@ -62,7 +83,8 @@ def main() -> int:
     output = {"python": platform.python_version(), "machine": platform.machine(), "runs": runs,
               "totals": {name: sum(int(r[name]) for r in runs) for name in ("jobs", "kills", "freezes", "jobs_rerun")}
               | {name: sum(len(r[name]) for r in runs) for name in ("late", *INVARIANTS)}}
-    target = ROOT / "benchmarks" / "results" / "pipeline_crash.json"
+    name = "pipeline_crash_postgres.json" if postgres is not None else "pipeline_crash.json"
+    target = ROOT / "benchmarks" / "results" / name
     target.write_text(json.dumps(output, indent=2) + "\n", encoding="utf-8")
     print(f"totals: {output['totals']}\nwritten to {target.relative_to(ROOT)}")
     return 0 if all(r["ok"] for r in runs) else 1

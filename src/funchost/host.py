@@ -206,7 +206,8 @@ class Host:
         from funchost.triggers.http.keys import KeyStore
         from funchost.triggers.http.server import HttpServer
 
-        self.keys = KeyStore.load_or_create(self.data_dir, runtime.settings, [f.name for f in self.functions])
+        self.keys = KeyStore.load_or_create(self.data_dir, runtime.settings, [f.name for f in self.functions],
+                                            runtime.storage.secrets())
         runtime.services.keys = self.keys
         self.http_server = HttpServer(runtime, self.keys, host=self.config.bind,
                                       port=self.port if self.port is not None else DEFAULT_PORT,

@@ -37,9 +37,11 @@ def copy_example(name: str, tmp_path: Path) -> Path:
     return target
 
 
-def run_cli(*args: str, timeout: float = 60) -> str:
-    """Run a `funchost` command to completion; it must succeed. Returns its stdout."""
-    done = subprocess.run([sys.executable, "-c", CLI, *args], capture_output=True, text=True, timeout=timeout)
+def run_cli(*args: str, timeout: float = 60, env: Mapping[str, str] | None = None) -> str:
+    """Run a `funchost` command to completion (`env` added to this process's); it must succeed.
+    Returns its stdout."""
+    done = subprocess.run([sys.executable, "-c", CLI, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
     assert done.returncode == 0, done.stderr
     return done.stdout
 

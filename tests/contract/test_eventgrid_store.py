@@ -33,9 +33,11 @@ def event(n: int, *subscriptions: str, attempts: int = 30, ttl: float = 86400.0)
 @pytest.fixture
 async def other(local_backend_name: str, tmp_path: Path, manual_clock: object,
                 request: pytest.FixtureRequest) -> AsyncIterator[EventGridStore]:
-    """A second host's store: the same data folder (embedded) or the same server and schema (postgres)."""
+    """A second host's store: the same data folder (embedded), or the same server and schema from a
+    data folder of its own (postgres: hosts on other machines share nothing else)."""
     settings = backend_settings(local_backend_name, request)
-    storage = open_for_test(local_backend_name, tmp_path / "data", settings, manual_clock)
+    folder = tmp_path / ("data" if local_backend_name == "embedded" else "other-host")
+    storage = open_for_test(local_backend_name, folder, settings, manual_clock)
     yield storage.eventgrid_store()
     await storage.aclose()
 

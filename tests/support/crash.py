@@ -4,6 +4,9 @@ data folder while the hosts are killed (SIGKILL) and restarted, and optionally f
 
     report = run_crash_test(workdir, CrashSettings(seconds=40, jobs=60, seed=7))
 
+With a `CrashServer` the hosts run `--storage postgres` with a data folder each (sharing nothing
+but the server, as on two machines) and the server is restarted while jobs flow.
+
 Afterwards, with both hosts up again: every accepted job must reach a final state, the ledger
 stand-in must hold exactly one entry per job (its `requestsSeen` counts the re-sends it
 absorbed), each job's imported rows exactly once, and re-POSTing every Idempotency-Key must
@@ -42,6 +45,7 @@ from tests.acceptance.support import (
     start_funchost,
     stop_funchost,
 )
+from tests.support.crash_stores import CrashServer, from_jobs_db, jobs_database, messages_of_lost
 from tests.support.pipeline import SECRET, token
 
 FAILURE = re.compile(r"^Exception: (\w+)", re.MULTILINE)  # a failed invocation in a host's log
@@ -72,6 +76,7 @@ class CrashSettings:
     freeze_seconds: tuple[float, float] = (2.0, 6.0)
     settle_seconds: float = 150.0  # bound for every job to be final once disruptions stop
     late_seconds: float = 0.0  # then how much longer to wait for the rest (late, not lost, if they finish)
+    server_restarts: int = 0  # PostgreSQL restarts, spread over `seconds` (runs with a server only)
     seed: int = 1
 
 
@@ -81,6 +86,8 @@ class CrashReport:
     jobs: int = 0
     kills: int = 0
     freezes: int = 0
+    server_restarts: int = 0
+    data_folders: int = 1  # 2: the hosts shared nothing but the PostgreSQL server
     restarts_failed: int = 0
     intake_503: int = 0
     intake_connection_errors: int = 0
@@ -111,11 +118,22 @@ class CrashReport:
         return {**asdict(self), "ok": self.ok}
 
 
-class Hosts:
-    """Two hosts on one data folder, each on a fixed port so clients and its ledger URL stay valid."""
+def separate_folders(server: CrashServer | None) -> bool:
+    """With `server`, each host gets a data folder of its own once the pipeline's queues and blobs
+    are on the server too: a job accepted against one host's copy of a blob (its eTag) must be
+    read by whichever host runs it. While they are kept in the data folder, the hosts share one."""
+    from funchost.storage.postgres.backend import LOCAL
 
-    def __init__(self, app: Path, data: Path) -> None:
-        self.app, self.data = app, data
+    return server is not None and not {"queues", "blobs"} & set(LOCAL)
+
+
+class Hosts:
+    """Two hosts, each on a fixed port so clients and its ledger URL stay valid: on one data folder,
+    or with `server` (`--storage postgres`) each on a data folder of its own, as on two machines."""
+
+    def __init__(self, app: Path, data: Path, server: CrashServer | None = None) -> None:
+        self.app, self.data, self.server = app, data, server
+        self.folders = [data / "host-0", data / "host-1"] if separate_folders(server) else [data] * 2
         self.ports = [free_port(), free_port()]
         self.running: list[RunningHost | None] = [None, None]
         self.lock = threading.Lock()
@@ -124,13 +142,21 @@ class Hosts:
 
     def env(self, index: int) -> dict[str, str]:
         port = self.ports[index]
-        return {**ENV, "LEDGER_URL": f"http://127.0.0.1:{port}/api/ledger/entries",
+        return {**ENV, **self.server_env(), "LEDGER_URL": f"http://127.0.0.1:{port}/api/ledger/entries",
                 "LEDGER_FUNCTION_KEY": MASTER_KEY}
+
+    def server_env(self) -> dict[str, str]:
+        server = self.server
+        return {} if server is None else {"FUNCHOST_POSTGRES": server.dsn, "FUNCHOST_POSTGRES_SCHEMA": server.schema}
+
+    def storage_args(self) -> tuple[str, ...]:
+        return () if self.server is None else ("--storage", "postgres")
 
     def start(self, index: int) -> bool:
         started = time.monotonic()
         try:
-            host = start_funchost(self.app, data_dir=self.data, port=self.ports[index], env=self.env(index), timeout=60)
+            host = start_funchost(self.app, *self.storage_args(), data_dir=self.folders[index], port=self.ports[index],
+                                  env=self.env(index), timeout=60)
         except HostDidNotStart as exc:
             self.logs.append(str(exc))
             return False
@@ -240,6 +266,16 @@ def _disrupt(hosts: Hosts, settings: CrashSettings, report: CrashReport, rng: ra
         restart.join(120)
 
 
+def _restart_server(server: CrashServer | None, settings: CrashSettings, report: CrashReport) -> None:
+    """Restart PostgreSQL at even intervals while jobs flow: every host loses its connections."""
+    if server is None:
+        return
+    for number in range(settings.server_restarts):
+        time.sleep(settings.seconds / (settings.server_restarts + 1))
+        server.restart()
+        report.server_restarts = number + 1
+
+
 def _restart(hosts: Hosts, index: int, delay: float, report: CrashReport) -> None:
     time.sleep(delay)
     if not hosts.start(index):
@@ -271,8 +307,9 @@ def _check(hosts: Hosts, submitter: Submitter, report: CrashReport, settings: Cr
     report.settle_seconds = round(time.monotonic() - started, 1)
     report.lost = sorted(j for j, s in states.items() if s not in FINAL)
     if report.lost:
-        _from_jobs_db(hosts.data / "imports.db", set(), report)
-        _messages_of_lost(hosts.data / "storage" / "imports" / "queues.db", report)
+        with jobs_database(hosts.data, hosts.server) as query:
+            from_jobs_db(query, set(), report, ROWS_PER_JOB)
+        messages_of_lost({f / "storage" / "imports" / "queues.db" for f in hosts.folders}, report)
         if settings.late_seconds:
             states = _wait_final(hosts, accepted, settings.late_seconds)
             report.late = sorted(j for j in report.lost if states[j] in FINAL)
@@ -289,7 +326,8 @@ def _check(hosts: Hosts, submitter: Submitter, report: CrashReport, settings: Cr
     report.duplicate_effects = sorted(k for k, n in entries.items() if n > 1)
     report.missing_effects = sorted(j for j in jobs if states.get(j) == "Completed" and f"{j}:ledger-post" not in entries)
     report.unknown_entries = sorted(k for k in entries if k.removesuffix(":ledger-post") not in jobs)
-    _from_jobs_db(hosts.data / "imports.db", jobs, report)
+    with jobs_database(hosts.data, hosts.server) as query:
+        from_jobs_db(query, jobs, report, ROWS_PER_JOB)
     for key, (tenant, job_id) in accepted.items():  # a client retrying long after: the same job
         response = httpx.post(f"{host.base_url}/api/imports", json=_body(tenant), headers=_headers(tenant, key),
                               timeout=15)
@@ -297,58 +335,20 @@ def _check(hosts: Hosts, submitter: Submitter, report: CrashReport, settings: Cr
             report.changed_job_ids.append(key)
 
 
-def _from_jobs_db(database: Path, jobs: set[str], report: CrashReport) -> None:
-    """Jobs whose imported rows are not exactly the CSV's, once each; jobs run more than once;
-    the most runs any job took; the longest time from acceptance to a final state."""
-    import sqlite3
-    from datetime import datetime
-
-    with sqlite3.connect(database, timeout=30) as db:
-        rows = dict(db.execute("SELECT job_id, COUNT(*) FROM job_rows GROUP BY job_id").fetchall())
-        facts = {j: (a, c, f) for j, a, c, f in db.execute("SELECT job_id, attempts, created_at, finished_at FROM jobs")}
-        for job_id in (j for j in report.lost if j not in report.lost_details):
-            job = db.execute("SELECT state, attempts, run_id, lease_until, heartbeat_at, reason, updated_at FROM jobs"
-                             " WHERE job_id = ?", (job_id,)).fetchone()
-            outbox = db.execute("SELECT state, attempts, lease_until, message_id, updated_at FROM outbox"
-                                " WHERE job_id = ?", (job_id,)).fetchall()
-            report.lost_details[job_id] = {"job": job, "outbox": outbox}
-    runs = [int(facts[j][0]) for j in jobs if j in facts]
-    report.wrong_rows = sorted(j for j in jobs if rows.get(j, 0) != ROWS_PER_JOB)
-    report.jobs_rerun, report.attempts_max = sum(n > 1 for n in runs), max(runs, default=0)
-    spans = [(datetime.fromisoformat(f) - datetime.fromisoformat(c)).total_seconds()
-             for j, (_, c, f) in facts.items() if j in jobs and f]
-    report.slowest_job_seconds = round(max(spans, default=0.0), 1)
-
-
-def _messages_of_lost(database: Path, report: CrashReport) -> None:
-    """The queue messages still held for jobs that did not finish (to tell slow from stuck)."""
-    import base64
-    import sqlite3
-
-    now = time.time()
-    with sqlite3.connect(database, timeout=30) as db:
-        rows = db.execute("SELECT queue, content, dequeue_count, visible_at FROM messages").fetchall()
-    for queue, content, dequeues, visible_at in rows:
-        try:
-            job_id = json.loads(base64.b64decode(content)).get("jobId")
-        except ValueError:
-            continue
-        if job_id in report.lost_details:
-            report.lost_details[job_id].setdefault("messages", []).append(
-                {"queue": queue, "dequeueCount": dequeues, "visibleIn": round(visible_at - now, 1)})
-
-
-def run_crash_test(workdir: Path, settings: CrashSettings) -> CrashReport:
+def run_crash_test(workdir: Path, settings: CrashSettings, server: CrashServer | None = None) -> CrashReport:
+    """With `server`, the hosts run `--storage postgres` on separate data folders and the server is
+    restarted `settings.server_restarts` times while jobs flow."""
     rng = random.Random(settings.seed)
     report = CrashReport(settings=asdict(settings))
     app = copy_example("imports", workdir)
-    data = workdir / "data"
+    hosts = Hosts(app, workdir / "data", server)
+    report.data_folders = len(set(hosts.folders))
     csv = workdir / "orders.csv"
     csv.write_bytes(CSV)
-    for tenant in TENANTS:
-        run_cli("blob", "upload", "imports", f"{tenant}/crash/orders.csv", str(csv), "--app", str(app), "--data",
-                str(data), "--connection", "ImportsStorage")
-    hosts = Hosts(app, data)
+    for folder in dict.fromkeys(hosts.folders):  # the blobs of each folder (one upload once blobs are shared)
+        for tenant in TENANTS:
+            run_cli("blob", "upload", "imports", f"{tenant}/crash/orders.csv", str(csv), "--app", str(app), "--data",
+                    str(folder), "--connection", "ImportsStorage", *hosts.storage_args(), env=hosts.server_env())
     submitter = Submitter(hosts, report, random.Random(settings.seed + 1))
     try:
         for index in range(2):
@@ -358,6 +358,8 @@ def run_crash_test(workdir: Path, settings: CrashSettings) -> CrashReport:
         bursts, done = threading.Semaphore(0), threading.Event()
         disruptor = threading.Thread(target=_disrupt, args=(hosts, settings, report, rng, bursts, done), daemon=True)
         disruptor.start()
+        restarter = threading.Thread(target=_restart_server, args=(server, settings, report), daemon=True)
+        restarter.start()
         count = max(1, -(-settings.jobs // settings.burst))
         for burst in range(count):
             numbers = range(burst * settings.burst, min(settings.jobs, (burst + 1) * settings.burst))
@@ -371,6 +373,7 @@ def run_crash_test(workdir: Path, settings: CrashSettings) -> CrashReport:
             time.sleep(max(0.0, until - time.monotonic()) / max(1, count - burst))
         done.set()
         disruptor.join(150)
+        restarter.join(150)
         report.jobs = len(submitter.accepted)
         for index in range(2):  # both hosts up for recovery
             if hosts.running[index] is None and not hosts.start(index):

@@ -84,7 +84,7 @@ async def serve_endpoints(data_dir: Path, *, clock: Clock | None = None, account
     storage = open_storage(backend, data_dir, AppSettings(settings or {}, environ={}), clock,
                            faults=FaultInjector(), signals=signals)
     endpoints = StorageEndpoints(HostAccounts(storage), accounts or Accounts(), clock,
-                                 data_identity(Path(data_dir) / "storage"),
+                                 data_identity(storage.secrets()),
                                  EndpointSettings(ports={"blob": 0, "queue": 0, "table": 0}))
     await endpoints.start()
     storage.blob_origin = endpoints.origin("blob")  # as the host service does

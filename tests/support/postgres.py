@@ -62,6 +62,17 @@ class PostgresServer:
     log_file: Path | None = None
     _cmd_prefix: list[str] = field(default_factory=list)
 
+    def restart(self) -> None:
+        """`pg_ctl restart` with a fast shutdown: every session is ended, as when an operator
+        restarts the server (only a server this test session started can be restarted)."""
+        if not self.started or self.root is None or self.bindir is None:
+            raise PostgresUnavailable(f"cannot restart the server named by {ENV_DSN}; unset it to let the tests "
+                                      "start their own")
+        _run([*self._cmd_prefix, str(self.bindir / "pg_ctl"), "-D", str(self.root / "data"), "-l",
+              str(self.log_file), "-m", "fast", "-w", "-t", str(int(START_TIMEOUT)), "restart"],
+             "pg_ctl restart", self.log_file)
+        wait_ready(self.dsn)
+
     def stop(self) -> None:
         if not self.started or self.root is None or self.bindir is None:
             return

@@ -4,7 +4,9 @@
   When PostgreSQL cannot be started, every test that uses it fails with the reason; it is
   never skipped.
 - `postgres_schema`: a fresh, empty PostgreSQL schema name for one test, dropped afterwards with
-  the schemas named after it (`<schema>_...`: the blob accounts' `<schema>__<account>`).
+  the schemas named after it (`<schema>_...`: the reference pipeline's `<schema>_imports`, the blob
+  accounts' `<schema>__<account>`).
+- `postgres_server`: the session's server itself, for tests that restart it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ def postgres_dsn(_postgres_server: PostgresServer | PostgresUnavailable) -> str:
 
 
 @pytest.fixture
+def postgres_server(postgres_dsn: str, _postgres_server: PostgresServer | PostgresUnavailable) -> PostgresServer:
+    assert isinstance(_postgres_server, PostgresServer)  # postgres_dsn failed the test otherwise
+    return _postgres_server
+
+
+@pytest.fixture
 def postgres_schema(postgres_dsn: str) -> Iterator[str]:
     import psycopg
     from psycopg import sql
@@ -43,7 +51,7 @@ def postgres_schema(postgres_dsn: str) -> Iterator[str]:
     name = "t_" + uuid.uuid4().hex[:16]
     yield name
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        # the schema and those named after it (`<schema>__<account>` of the blob accounts)
+        # the schema and those named after it (`<schema>_imports`, `<schema>__<account>`)
         found = [r[0] for r in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname = %s OR "
                                             "starts_with(nspname, %s)", (name, name + "_"))]
         for schema in found:

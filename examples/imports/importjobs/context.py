@@ -2,13 +2,19 @@
 client), created once per host process on the first function call.
 
 Where the jobs database lives: `IMPORTS_DB` (a file path, or a `postgresql://` DSN for several
-hosts), else `imports.db` in the funchost data folder, else `<app dir>/.funchost/imports.db`.
+hosts); else, when the host runs with `--storage postgres`, the host's PostgreSQL server in the
+schema `<funchost schema>_imports` (`IMPORTS_DB_SCHEMA` names another), so hosts on several
+machines share their jobs as they share queues and blobs; else `imports.db` in the funchost data
+folder, else `<app dir>/.funchost/imports.db`. The ledger stand-in's book lives beside the jobs:
+in the same PostgreSQL schema when the jobs are there, else `ledger.db` in the data folder
+(`LEDGER_DB` names another file).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,11 +31,14 @@ from funchost.reliability import (
     OutboxDispatcher,
     OutboxRow,
     Quarantine,
+    open_postgres,
     open_store,
 )
+from funchost.reliability.store.postgres import PostgresDatabase
 from importjobs.identity import VerifiedTokens
 from importjobs.ledger import LedgerClient, LedgerCredentials
 from importjobs.ledgerbook import LedgerBook
+from importjobs.ledgerbook_pg import PostgresLedgerBook
 from importjobs.settings import PipelineSettings
 from importjobs.storage import BlobStore, QueueSender, _runtime, fault, open_storage
 
@@ -67,17 +76,28 @@ class Pipeline:
                                         audience=settings.jwt_audience, issuer=settings.jwt_issuer)
         self.ledger = LedgerClient(self._ledger_url(), settings.ledger_timeout, self._ledger_transport(),
                                    credentials)
-        self._book: LedgerBook | None = None
+        self._book: LedgerBook | PostgresLedgerBook | None = None
 
     def _open_store(self) -> JobStore:
+        schema = os.environ.get("IMPORTS_DB_SCHEMA") or None
+        server = self._host_server()
+        if self.settings.database is None and server is not None:
+            conninfo, host_schema = server
+            return open_postgres(conninfo, schema=schema or f"{host_schema}_imports", now=self.now,
+                                 signal=self.signal)
         target = self.settings.database or str(self.data_dir / "imports.db")
         if not str(target).startswith(("postgres://", "postgresql://")):
             Path(target).parent.mkdir(parents=True, exist_ok=True)
             return open_store(target, now=self.now, signal=self.signal)
-        import os
-
-        schema = os.environ.get("IMPORTS_DB_SCHEMA") or None
         return open_store(target, now=self.now, signal=self.signal, schema=schema)
+
+    def _host_server(self) -> tuple[str, str] | None:
+        """The host's PostgreSQL server and schema when it runs with `--storage postgres`."""
+        storage = self.runtime.storage if self.runtime else None
+        if storage is None or storage.kind != "postgres":
+            return None
+        config = storage.backend.config
+        return str(config.conninfo), str(config.schema)
 
     # -- outbox dispatch ---------------------------------------------------------------------------
 
@@ -136,12 +156,14 @@ class Pipeline:
         return httpx.ASGITransport(app=create_asgi_app(runtime, self._own_keys()))
 
     @property
-    def book(self) -> LedgerBook:
+    def book(self) -> LedgerBook | PostgresLedgerBook:
         if self._book is None:
-            import os
-
-            path = os.environ.get("LEDGER_DB") or str(self.data_dir / "ledger.db")
-            self._book = LedgerBook(Path(path), self.now)
+            database = self.store.db
+            if isinstance(database, PostgresDatabase) and not os.environ.get("LEDGER_DB"):
+                self._book = PostgresLedgerBook(database.dsn, database.schema, self.now)
+            else:
+                path = os.environ.get("LEDGER_DB") or str(self.data_dir / "ledger.db")
+                self._book = LedgerBook(Path(path), self.now)
         return self._book
 
     # -- helpers -----------------------------------------------------------------------------------

@@ -82,7 +82,7 @@ class LedgerBook:
                     db.execute("UPDATE ledger_entries SET seen = seen + 1"
                                " WHERE tenant_id = ? AND principal = ? AND idempotency_key = ?", scope)
                     db.execute("COMMIT")
-                    return _entry(key, row[0], row[2], row[3]), False
+                    return entry_view(key, row[0], row[2], row[3]), False
                 entry_id = "led_" + uuid.uuid4().hex[:16]
                 created = self._now().isoformat()
                 db.execute("INSERT INTO ledger_entries (tenant_id, principal, idempotency_key, entry_id, body_hash,"
@@ -92,7 +92,7 @@ class LedgerBook:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 raise
-            return _entry(key, entry_id, text, created), True
+            return entry_view(key, entry_id, text, created), True
 
     def entries(self, tenant_id: str) -> list[dict[str, Any]]:
         """The tenant's entries, oldest first."""
@@ -100,7 +100,7 @@ class LedgerBook:
             rows = self._connection().execute(
                 "SELECT idempotency_key, entry_id, body, created_at, seen FROM ledger_entries WHERE tenant_id = ?"
                 " ORDER BY created_at, entry_id", (tenant_id,)).fetchall()
-        return [{**_entry(k, e, b, c), "requestsSeen": int(s)} for k, e, b, c, s in rows]
+        return [{**entry_view(k, e, b, c), "requestsSeen": int(s)} for k, e, b, c, s in rows]
 
     def close(self) -> None:
         with self._lock:
@@ -110,5 +110,5 @@ class LedgerBook:
                 self._db = None
 
 
-def _entry(key: str, entry_id: str, body: str, created: str) -> dict[str, Any]:
+def entry_view(key: str, entry_id: str, body: str, created: str) -> dict[str, Any]:
     return {"entryId": entry_id, "idempotencyKey": key, "entry": json.loads(body), "createdAt": created}

@@ -28,6 +28,7 @@ from funchost.eventgrid.endpoints import topic_path
 from funchost.eventgrid.routing import route
 from funchost.eventgrid.schema import PublishError, parse_events
 from funchost.settings.local_settings import load_local_settings
+from funchost.storage.secrets import FileSecrets
 
 
 def register(subparsers: Any) -> None:
@@ -104,7 +105,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     ctype = "application/cloudevents-batch+json; charset=utf-8" if cloud else "application/json; charset=utf-8"
     if not args.direct:
         port = args.port or load_local_settings(app_dir).local_http_port or 7071
-        keys = KeyRing(data_dir / "eventgrid").load().get(topic)
+        keys = KeyRing(FileSecrets(data_dir)).load().get(topic)
         if keys is not None:
             url = f"http://127.0.0.1:{port}{topic_path(topic)}"
             try:

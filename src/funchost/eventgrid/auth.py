@@ -19,15 +19,14 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from urllib.parse import quote, unquote, urlparse
 
-from funchost.private_files import write_private_file
+from funchost.storage.secrets import SecretStore
 
 KEY_HEADER = "aeg-sas-key"
 TOKEN_HEADER = "aeg-sas-token"
 SAS_PREFIX = "sharedaccesssignature "
-KEYS_FILE = "keys.json"
+KEYS_SECRET = "eventgrid/keys.json"
 
 
 class AuthError(Exception):
@@ -48,29 +47,36 @@ def new_key() -> str:
 
 
 class KeyRing:
-    """The keys of every custom topic, in ``<data>/eventgrid/keys.json`` (created on first use)."""
+    """The keys of every custom topic, in ``<data>/eventgrid/keys.json`` (or the server's secrets
+    table with ``--storage postgres``), created on first use. Hosts adding topics at once each
+    add theirs to what is stored, so every host ends up with the keys all the others use."""
 
-    def __init__(self, directory: Path) -> None:
-        self.path = Path(directory) / KEYS_FILE
+    def __init__(self, secrets: SecretStore) -> None:
+        self.secrets = secrets
 
     def load(self) -> dict[str, TopicKeys]:
-        if not self.path.exists():
-            return {}
-        raw = json.loads(self.path.read_text(encoding="utf-8"))
-        return {name: TopicKeys(v["key1"], v["key2"]) for name, v in raw.get("topics", {}).items()}
+        return _parse(self.secrets.read(KEYS_SECRET))
 
     def ensure(self, topics: list[str]) -> dict[str, TopicKeys]:
         keys = self.load()
-        missing = [t for t in topics if t not in keys]
-        if missing:
-            for topic in missing:
-                keys[topic] = TopicKeys(new_key(), new_key())
-            self._save(keys)
-        return keys
+        if all(t in keys for t in topics):
+            return keys
 
-    def _save(self, keys: Mapping[str, TopicKeys]) -> None:
-        body = {"topics": {n: {"key1": k.key1, "key2": k.key2} for n, k in keys.items()}}
-        write_private_file(self.path, json.dumps(body, indent=2))  # 0600 from the first byte
+        def add(current: str | None) -> str:
+            stored = _parse(current)
+            for topic in topics:
+                stored.setdefault(topic, TopicKeys(new_key(), new_key()))
+            return json.dumps({"topics": {n: {"key1": k.key1, "key2": k.key2} for n, k in stored.items()}},
+                              indent=2)
+
+        return _parse(self.secrets.update(KEYS_SECRET, add))
+
+
+def _parse(text: str | None) -> dict[str, TopicKeys]:
+    if text is None:
+        return {}
+    raw = json.loads(text)
+    return {name: TopicKeys(v["key1"], v["key2"]) for name, v in raw.get("topics", {}).items()}
 
 
 # --- SAS tokens ----------------------------------------------------------------------------------

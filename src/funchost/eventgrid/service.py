@@ -175,7 +175,7 @@ class EventGridService:
 
 async def start(runtime: Runtime) -> EventGridService:
     config = load_config(runtime.app_dir, eventgrid_functions(runtime), blob_event_functions(runtime))
-    keys = KeyRing(runtime.data_dir / "eventgrid").ensure([t.name for t in config.topics.values()
+    keys = KeyRing(runtime.storage.secrets()).ensure([t.name for t in config.topics.values()
                                                           if t.kind == "custom"])
     service = EventGridService(runtime, config, runtime.storage.eventgrid_store(), keys)
     return await runtime.services.start_service(service)

@@ -33,6 +33,7 @@ from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.eventhubs import EventHubBroker
 from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.queues import QueueService
+from funchost.storage.secrets import SecretStore
 from funchost.storage.servicebus import ServiceBusBroker
 from funchost.storage.tables import TableService
 
@@ -85,6 +86,9 @@ class StorageBackend(Protocol):
 
     def invocation_history(self) -> InvocationHistoryStore:
         """The dashboard's invocation history, kept in the data folder (whatever the backend)."""
+
+    def secrets(self) -> SecretStore:
+        """Keys and identities all hosts of the deployment share (`funchost.storage.secrets`)."""
 
     async def aclose(self) -> None: ...
 

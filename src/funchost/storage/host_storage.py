@@ -35,6 +35,7 @@ from funchost.storage.faults import FaultInjectingQueueService
 from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.journal_urls import ServedJournal
 from funchost.storage.queues import QueueService
+from funchost.storage.secrets import SecretStore
 from funchost.storage.servicebus import ServiceBusBroker
 from funchost.storage.table_rules import ValidatingTableService
 from funchost.storage.tables import TableService
@@ -119,6 +120,9 @@ class HostStorage:
 
     def invocation_history(self) -> InvocationHistoryStore:
         return self.backend.invocation_history()
+
+    def secrets(self) -> SecretStore:
+        return self.backend.secrets()
 
     async def aclose(self) -> None:
         self._wrapped.clear()

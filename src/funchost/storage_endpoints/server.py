@@ -7,8 +7,8 @@ already taken is one of two cases:
   supported setup): this process uses those endpoints, since they serve the same files;
 * anything else (Azurite, another data folder): a clear error naming the port and the ways out.
 
-A socket is identified through ``GET /_funchost/identity``, which answers the data folder's id
-(a random id kept in ``<data>/storage/endpoints.id``).
+A socket is identified through ``GET /_funchost/identity``, which answers the storage's id
+(a random id kept in ``<data>/storage/endpoints.id``, or on the server with ``--storage postgres``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import logging
 import socket
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,8 +27,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from funchost.clock import Clock
 from funchost.errors import ConfigError
-from funchost.private_files import create_private_file
 from funchost.settings.connections import DEVSTORE_ACCOUNT
+from funchost.storage.secrets import SecretStore
 from funchost.storage_endpoints.accounts import Accounts
 from funchost.storage_endpoints.app import IDENTITY_PATH, AccountStorage, StorageApp
 from funchost.storage_endpoints.blob.app import BlobApp
@@ -42,6 +41,7 @@ log = logging.getLogger("funchost.storage")
 SETTING = "FUNCHOST_STORAGE_ENDPOINTS"
 DEFAULT_PORTS = {"blob": 10000, "queue": 10001, "table": 10002}
 SERVICES = ("blob", "queue", "table")
+IDENTITY_SECRET = "storage/endpoints.id"
 HOW_TO_CHANGE = ("choose other ports with --storage-ports BLOB,QUEUE,TABLE (or the app setting "
                  f"{SETTING}=BLOB,QUEUE,TABLE), or turn the endpoints off with --no-storage-endpoints "
                  f"({SETTING}=off)")
@@ -66,12 +66,11 @@ def parse_setting(value: str | None, *, host: str = "127.0.0.1") -> EndpointSett
     return EndpointSettings(host, dict(zip(SERVICES, (int(p) for p in parts), strict=True)))
 
 
-def data_identity(storage_root: Path) -> str:
-    """The data folder's id, created once (of several processes starting together, one writes
-    it and the others read it: the file appears complete or not at all)."""
-    path = storage_root / "endpoints.id"
-    create_private_file(path, uuid.uuid4().hex)
-    return path.read_text(encoding="ascii").strip()
+def data_identity(secrets: SecretStore) -> str:
+    """The storage's id, created once (of several processes starting together, one writes it and
+    the others read it): ``<data>/storage/endpoints.id``, or a row on the PostgreSQL server, so
+    hosts on one server recognise each other's endpoints as they do on one data folder."""
+    return secrets.create(IDENTITY_SECRET, uuid.uuid4().hex).strip()
 
 
 class _Protocol(HttpToolsProtocol):

@@ -69,7 +69,7 @@ async def start(runtime: Runtime) -> StorageEndpointsService | None:
     settings = parse_setting(runtime.settings.get(SETTING), host=runtime.settings.get(f"{SETTING}_BIND") or "127.0.0.1")
     if settings is None or runtime.storage.kind not in ("embedded", "postgres"):
         return None
-    identity = data_identity(runtime.data_dir / "storage")
+    identity = data_identity(runtime.storage.secrets())
     endpoints = StorageEndpoints(HostAccounts(runtime.storage), Accounts.from_settings(runtime.settings),
                                  runtime.clock, identity, settings)
     await endpoints.start()

@@ -208,7 +208,8 @@ class HostHarness:
             keys = runtime.services.keys
             if keys is None:
                 keys = runtime.services.keys = KeyStore.load_or_create(self.data_dir, runtime.settings,
-                                                                       list(runtime.functions))
+                                                                       list(runtime.functions),
+                                                                       runtime.storage.secrets())
             app = create_asgi_app(runtime, keys)
             self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
                                              base_url=f"http://localhost:{HARNESS_PORT}")

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from funchost.eventgrid.auth import KeyRing
+from funchost.storage.secrets import FileSecrets
 from funchost.testing.harness import HostHarness, write_app
 
 APP = """
@@ -30,7 +31,7 @@ def on_event(event: func.EventGridEvent):
 
 async def test_output_binding_publishes_to_the_local_topic(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    key = KeyRing(data / "eventgrid").ensure(["default"])["default"].key1
+    key = KeyRing(FileSecrets(data)).ensure(["default"])["default"].key1
     app = write_app(tmp_path / "app", APP, settings={
         "TopicUri": "http://localhost:7071/eventgrid/topics/default/api/events", "TopicKey": key})
     async with HostHarness(app, data_dir=data) as host:

@@ -11,6 +11,7 @@ from azure.eventgrid import generate_sas
 
 from funchost.eventgrid.auth import AuthError, KeyRing, TopicKeys, authorize, new_key
 from funchost.eventgrid.schema import PublishError, parse_events
+from funchost.storage.secrets import FileSecrets
 
 TOPIC = "/subscriptions/0/resourceGroups/funchost/providers/Microsoft.EventGrid/topics/orders"
 GOOD = {"id": "1", "subject": "s", "eventType": "T", "eventTime": "2024-05-01T10:00:00.1234567Z", "data": {}}
@@ -149,8 +150,8 @@ def test_dotnet_expiry_format_is_accepted() -> None:
 
 
 def test_keys_are_created_once_and_kept(tmp_path: Any) -> None:
-    first = KeyRing(tmp_path).ensure(["orders"])
-    again = KeyRing(tmp_path).ensure(["orders", "more"])
+    first = KeyRing(FileSecrets(tmp_path)).ensure(["orders"])
+    again = KeyRing(FileSecrets(tmp_path)).ensure(["orders", "more"])
     assert again["orders"] == first["orders"] and "more" in again
     assert first["orders"].key1 != first["orders"].key2
 

@@ -11,13 +11,14 @@ import pytest
 from azure.functions.http import HttpResponseConverter
 
 from funchost.invocation.contracts import InvocationRequest, InvocationResult
+from funchost.storage.secrets import FileSecrets
 from funchost.triggers.http.app import REASON, create_asgi_app
 from funchost.triggers.http.keys import KeyStore
 
 
 @pytest.fixture
 def keys(tmp_path) -> KeyStore:
-    return KeyStore(tmp_path / "keys", "master", {"default": "hostkey"}, {"eventgrid_extension": "syskey"},
+    return KeyStore(FileSecrets(tmp_path), "master", {"default": "hostkey"}, {"eventgrid_extension": "syskey"},
                     {"secure": {"default": "fnkey"}})
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from funchost.errors import ConfigError
+from funchost.storage.secrets import FileSecrets
 from funchost.triggers.http import keys as keys_module
 from funchost.triggers.http.keys import AuthLevel, KeyMatch, KeyStore, authorized, presented_key
 
@@ -60,7 +61,7 @@ def test_hosts_on_one_data_folder_share_a_system_key_created_after_they_started(
 
 @pytest.fixture
 def store(tmp_path: Path) -> KeyStore:
-    store = KeyStore(tmp_path, "master", {"default": "hostfn"}, {"eventgrid_extension": "sys"},
+    store = KeyStore(FileSecrets(tmp_path), "master", {"default": "hostfn"}, {"eventgrid_extension": "sys"},
                      {"hello": {"default": "fn-hello"}, "other": {"default": "fn-other"}})
     return store
 

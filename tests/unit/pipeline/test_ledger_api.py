@@ -41,8 +41,8 @@ async def test_only_the_ledger_writer_role_records_entries(pipeline: Pipeline) -
     assert await p.ledger() == []
 
 
-async def test_entries_are_listed_for_the_callers_tenant_only(pipeline: Pipeline) -> None:
-    p = pipeline
+async def test_entries_are_listed_for_the_callers_tenant_only(any_pipeline: Pipeline) -> None:
+    p = any_pipeline
     assert (await _post(p, {"tenantId": "tenant-a", "n": 1}, key="a-1")).status_code == 201  # type: ignore[attr-defined]
     assert (await _post(p, {"tenantId": "tenant-b", "n": 2}, key="b-1",
                         headers=service("tenant-b"))).status_code == 201  # type: ignore[attr-defined]
@@ -52,8 +52,8 @@ async def test_entries_are_listed_for_the_callers_tenant_only(pipeline: Pipeline
     assert across.status_code == 403  # type: ignore[attr-defined]
 
 
-async def test_same_key_same_body_is_the_first_entry_another_body_is_422(pipeline: Pipeline) -> None:
-    p = pipeline
+async def test_same_key_same_body_is_the_first_entry_another_body_is_422(any_pipeline: Pipeline) -> None:
+    p = any_pipeline
     first = await _post(p, {"tenantId": "tenant-a", "total": "10"}, key="k")
     again = await _post(p, {"total": "10", "tenantId": "tenant-a"}, key="k")
     other = await _post(p, {"tenantId": "tenant-a", "total": "0"}, key="k")

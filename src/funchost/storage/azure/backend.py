@@ -30,6 +30,7 @@ from funchost.storage.durable import TaskHub
 from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.eventhubs import EventHubBroker
 from funchost.storage.invocations import InvocationHistoryStore
+from funchost.storage.secrets import SecretStore
 from funchost.storage.servicebus import ServiceBusBroker
 
 
@@ -124,6 +125,9 @@ class AzureStorage:
 
     def invocation_history(self) -> InvocationHistoryStore:
         return self._local_backend().invocation_history()
+
+    def secrets(self) -> SecretStore:
+        return self._local_backend().secrets()
 
     async def aclose(self) -> None:
         with self._lock:

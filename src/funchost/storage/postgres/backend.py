@@ -28,12 +28,12 @@ from funchost.storage.postgres.blobs import PostgresBlobAccount
 from funchost.storage.postgres.config import PostgresConfig, postgres_config
 from funchost.storage.postgres.db import PgDatabase, ServerClock
 from funchost.storage.queues import QueueService
+from funchost.storage.secrets import SecretStore
 from funchost.storage.servicebus import ServiceBusBroker
 from funchost.storage.tables import TableService
 
 # Services still kept in the data folder with --storage postgres (what the banner lists as local).
-LOCAL = ("queues", "tables", "documents", "eventgrid", "durable", "servicebus", "eventhubs",
-         "keys", "invocation history")
+LOCAL = ("queues", "tables", "documents", "durable", "servicebus", "eventhubs", "invocation history")
 
 
 class PostgresStorage:
@@ -119,7 +119,12 @@ class PostgresStorage:
         return self._local().documents(connection)
 
     def eventgrid_store(self) -> EventGridStore:
-        return self._local().eventgrid_store()
+        from funchost.storage.postgres.eventgrid import PostgresEventStore
+
+        database = self.database
+        with self._lock:
+            store: EventGridStore = self._shared.setdefault("eventgrid", PostgresEventStore(database, self.clock))
+        return store
 
     def servicebus(self, namespace: str) -> ServiceBusBroker:
         return self._local().servicebus(namespace)
@@ -132,6 +137,14 @@ class PostgresStorage:
 
     def invocation_history(self) -> InvocationHistoryStore:
         return self._local().invocation_history()
+
+    def secrets(self) -> SecretStore:
+        from funchost.storage.postgres.secrets import PostgresSecrets
+
+        database = self.database
+        with self._lock:
+            store: SecretStore = self._shared.setdefault("secrets", PostgresSecrets(database))
+        return store
 
     async def aclose(self) -> None:
         if self._account is not None:

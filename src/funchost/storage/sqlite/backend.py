@@ -23,6 +23,7 @@ from funchost.settings.connections import (
     StorageConnection,
     resolve_storage_connection,
 )
+from funchost.storage.secrets import FileSecrets
 from funchost.storage.sqlite.blob_account import SqliteBlobAccount
 from funchost.storage.sqlite.documents import SqliteDocumentStore
 from funchost.storage.sqlite.durable import SqliteTaskHub
@@ -120,6 +121,10 @@ class EmbeddedStorage:
     def invocation_history(self) -> SqliteInvocationHistory:
         """``<data>/dashboard/invocations.db``."""
         return self._service("history", "", lambda: SqliteInvocationHistory(self.data_dir / "dashboard"))
+
+    def secrets(self) -> FileSecrets:
+        """Files of the data folder (hosts sharing the folder share them)."""
+        return FileSecrets(self.data_dir)
 
     async def aclose(self) -> None:
         if self._account is not None:

@@ -2,7 +2,9 @@
 
 Keys are created at the first start and kept as JSON under ``<data_dir>/keys/`` (mode 0600), in
 the shape the Functions host uses for file-based secrets: ``host.json`` with the master key,
-host function keys and system keys, and one ``<function>.json`` per function. Every comparison
+host function keys and system keys, and one ``<function>.json`` per function. With
+``--storage postgres`` the same documents live in the server's secrets table
+(`funchost.storage.secrets`), so hosts with separate data folders share one set of keys. Every comparison
 of a presented key is constant time (`hmac.compare_digest`).
 """
 
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from funchost.errors import ConfigError
-from funchost.private_files import create_private_file, write_private_file
+from funchost.storage.secrets import FileSecrets, SecretStore
 
 MASTER_KEY_SETTING = "FUNCHOST_MASTER_KEY"
 DEFAULT_KEY_NAME = "default"
@@ -26,6 +28,8 @@ MASTER_KEY_NAME = "_master"
 KEY_HEADER = "x-functions-key"
 KEY_QUERY = "code"
 _KEY_BYTES = 40
+KEYS_FOLDER = "keys"
+HOST_SECRET = f"{KEYS_FOLDER}/host.json"
 
 
 class AuthLevel(IntEnum):
@@ -49,16 +53,10 @@ def _equal(presented: str, stored: str) -> bool:
     return hmac.compare_digest(presented.encode("utf-8"), stored.encode("utf-8"))
 
 
-def _write_private(path: Path, data: Mapping[str, Any]) -> None:
-    write_private_file(path, json.dumps(data, indent=2))
-
-
-def _create_private(path: Path, data: Mapping[str, Any]) -> dict[str, Any]:
-    """Create the key file unless another process got there first; the stored content either
-    way, so hosts starting at the same moment on one data folder agree on their keys."""
-    if create_private_file(path, json.dumps(data, indent=2)):
-        return dict(data)
-    return _read_key_file(path)
+def _create(secrets: SecretStore, name: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """Create the keys unless another host got there first; the stored keys either way, so
+    hosts starting at the same moment (on one data folder or one server) agree on them."""
+    return _parse(secrets.create(name, json.dumps(data, indent=2)), secrets, name)
 
 
 def _entries(keys: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -70,16 +68,25 @@ def _host_document(master: str, function_keys: Mapping[str, str], system_keys: M
             "functionKeys": _entries(function_keys), "systemKeys": _entries(system_keys), "source": "runtime"}
 
 
-def _read_key_file(path: Path) -> dict[str, Any]:
-    """A key file's JSON object; a damaged file is a configuration error naming it (no key values)."""
+def _parse(text: str, secrets: SecretStore, name: str) -> dict[str, Any]:
+    """A key document's JSON object; a damaged one is a configuration error naming it (no key values)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+        data = json.loads(text)
+    except ValueError as exc:
         raise ConfigError(f"not valid JSON ({type(exc).__name__}); fix or delete it to create new keys",
-                          path=str(path)) from None
+                          path=secrets.locate(name)) from None
     if not isinstance(data, dict):
-        raise ConfigError("must be a JSON object; fix or delete it to create new keys", path=str(path))
+        raise ConfigError("must be a JSON object; fix or delete it to create new keys", path=secrets.locate(name))
     return data
+
+
+def _read(secrets: SecretStore, name: str) -> dict[str, Any] | None:
+    try:
+        text = secrets.read(name)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not valid JSON ({type(exc).__name__}); fix or delete it to create new keys",
+                          path=secrets.locate(name)) from None
+    return None if text is None else _parse(text, secrets, name)
 
 
 def _read_entries(raw: Any) -> dict[str, str]:
@@ -91,7 +98,7 @@ def _read_entries(raw: Any) -> dict[str, str]:
 class KeyStore:
     def __init__(
         self,
-        directory: Path,
+        secrets: SecretStore,
         master_key: str,
         host_function_keys: Mapping[str, str],
         system_keys: Mapping[str, str],
@@ -100,7 +107,7 @@ class KeyStore:
         master_overridden: bool = False,
         stored_master_key: str | None = None,
     ) -> None:
-        self.directory = directory
+        self.secrets = secrets
         self.master_key = master_key
         self.host_function_keys = dict(host_function_keys)
         self.system_keys = dict(system_keys)
@@ -113,13 +120,13 @@ class KeyStore:
 
     @classmethod
     def load_or_create(cls, data_dir: Path, settings: Mapping[str, str] | Any,
-                       function_names: Iterable[str]) -> KeyStore:
-        directory = Path(data_dir) / "keys"
-        host_file = directory / "host.json"
-        if host_file.exists():
-            host = _read_key_file(host_file)
-        else:  # a host starting at the same moment may create it first: then its keys are used
-            host = _create_private(host_file, _host_document(new_key(), {DEFAULT_KEY_NAME: new_key()}, {}))
+                       function_names: Iterable[str], secret_store: SecretStore | None = None) -> KeyStore:
+        """The keys kept in `secret_store` (default: the data folder's ``keys/`` files), created at the
+        first start; `FUNCHOST_MASTER_KEY` wins over the stored master key without replacing it."""
+        store_of = secret_store if secret_store is not None else FileSecrets(data_dir)
+        host = _read(store_of, HOST_SECRET)
+        if host is None:  # a host starting at the same moment may create it first: then its keys are used
+            host = _create(store_of, HOST_SECRET, _host_document(new_key(), {DEFAULT_KEY_NAME: new_key()}, {}))
         master_entry = host.get("masterKey") or {}
         stored_master = master_entry.get("value") if isinstance(master_entry, dict) else None
         created = stored_master is None
@@ -127,7 +134,7 @@ class KeyStore:
         host_keys = _read_entries(host.get("functionKeys")) or {DEFAULT_KEY_NAME: new_key()}
         system_keys = _read_entries(host.get("systemKeys"))
         override = settings.get(MASTER_KEY_SETTING) if settings is not None else None
-        store = cls(directory, override or stored_master, host_keys, system_keys, {},
+        store = cls(store_of, override or stored_master, host_keys, system_keys, {},
                     master_overridden=bool(override), stored_master_key=stored_master)
         if created or "functionKeys" not in host:
             store._save_host()
@@ -135,40 +142,45 @@ class KeyStore:
             store.ensure_function(name)
         return store
 
-    def _save_host(self) -> None:
-        _write_private(self.directory / "host.json",
-                       _host_document(self._stored_master, self.host_function_keys, self.system_keys))
+    def _host_text(self) -> str:
+        return json.dumps(_host_document(self._stored_master, self.host_function_keys, self.system_keys), indent=2)
 
-    def _function_file(self, name: str) -> Path:
-        return self.directory / f"{name.lower()}.json"
+    def _save_host(self) -> None:
+        self.secrets.update(HOST_SECRET, lambda _: self._host_text())
 
     def ensure_function(self, name: str) -> dict[str, str]:
-        """The function's keys, loaded from disk or created with a ``default`` key."""
+        """The function's keys, loaded from the store or created with a ``default`` key."""
         lowered = name.lower()
         if lowered in self.function_keys:
             return self.function_keys[lowered]
-        path = self._function_file(name)
-        if path.exists():
-            stored = _read_key_file(path)
-        else:  # or the keys a host starting at the same moment created first
-            stored = _create_private(path, {"keys": _entries({DEFAULT_KEY_NAME: new_key()}), "source": "runtime"})
+        secret = f"{KEYS_FOLDER}/{lowered}.json"
+        stored = _read(self.secrets, secret)
+        if stored is None:  # or the keys a host starting at the same moment created first
+            stored = _create(self.secrets, secret, {"keys": _entries({DEFAULT_KEY_NAME: new_key()}), "source": "runtime"})
         keys = _read_entries(stored.get("keys"))
         if not keys:
             keys = {DEFAULT_KEY_NAME: new_key()}
-            _write_private(path, {"keys": _entries(keys), "source": "runtime"})
+            document = json.dumps({"keys": _entries(keys), "source": "runtime"}, indent=2)
+            self.secrets.update(secret, lambda _: document)
         self.function_keys[lowered] = keys
         return keys
 
     def system_key(self, name: str) -> str:
-        """A host system key (e.g. ``eventgrid_extension``), created on first request."""
+        """A host system key (e.g. ``eventgrid_extension``), created on first request. Another host
+        sharing the keys may have created it since this one started: then that one is used."""
         if name not in self.system_keys:
-            # another host sharing the data folder may have created it since this one started
-            host_file = self.directory / "host.json"
-            stored = _read_entries(_read_key_file(host_file).get("systemKeys")) if host_file.exists() else {}
+
+            def add(current: str | None) -> str:
+                host = _parse(current, self.secrets, HOST_SECRET) if current else json.loads(self._host_text())
+                stored = _read_entries(host.get("systemKeys"))
+                if name not in stored:
+                    stored[name] = new_key()
+                host["systemKeys"] = _entries(stored)
+                return json.dumps(host, indent=2)
+
+            text = self.secrets.update(HOST_SECRET, add)
+            stored = _read_entries(_parse(text, self.secrets, HOST_SECRET).get("systemKeys"))
             self.system_keys.update({k: v for k, v in stored.items() if k not in self.system_keys})
-        if name not in self.system_keys:
-            self.system_keys[name] = new_key()
-            self._save_host()
         return self.system_keys[name]
 
     # --- resolution ---------------------------------------------------------------------------
@@ -199,7 +211,7 @@ class KeyStore:
         master = f"(from app setting {MASTER_KEY_SETTING})" if self.master_overridden else self.master_key
         lines = [f"Master key: {master}"]
         lines += [f"Host function key '{name}': {value}" for name, value in self.host_function_keys.items()]
-        lines.append(f"Keys are stored in {self.directory}")
+        lines.append(f"Keys are stored in {self.secrets.locate(KEYS_FOLDER)}")
         return lines
 
 
