@@ -172,3 +172,33 @@ async def test_subscribers_hear_of_changes_made_on_another_host(tmp_path: Path, 
     finally:
         await a.aclose()
         await b.aclose()
+
+
+async def test_after_a_server_restart_writes_resume_and_subscribers_hear_again(
+        tmp_path: Path, postgres_dsn: str, postgres_schema: str, postgres_server: object) -> None:
+    from funchost.errors import StorageError
+
+    a, b = host(tmp_path, "a", postgres_dsn, postgres_schema), host(tmp_path, "b", postgres_dsn, postgres_schema)
+    try:
+        await a.blobs().create_container("c")
+        heard: list[str] = []
+        unsubscribe = b.blobs().subscribe(lambda change: heard.append(change.name))
+        await a.blobs().upload_blob("c", "before", b"x")
+        await asyncio.get_running_loop().run_in_executor(None, postgres_server.restart)  # type: ignore[attr-defined]
+        for _ in range(50):  # the first call on a connection the restart ended answers 503
+            try:
+                await a.blobs().upload_blob("c", "after", b"y")
+                break
+            except StorageError as exc:
+                assert exc.status == 503
+                await asyncio.sleep(0.1)
+        for _ in range(200):  # bounded wait: the listener reconnects with back-off and catches up
+            if "after" in heard:
+                break
+            await asyncio.sleep(0.05)
+        assert "after" in heard
+        assert (await b.blobs().download_blob("c", "after"))[0] == b"y"
+        unsubscribe()
+    finally:
+        await a.aclose()
+        await b.aclose()
