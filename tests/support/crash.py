@@ -112,11 +112,14 @@ class CrashReport:
 
 
 class Hosts:
-    """Two hosts on one data folder, each on a fixed port so clients and its ledger URL stay valid."""
+    """Two hosts on one data folder, each on a fixed port so clients and its ledger URL stay valid.
+    They serve the storage endpoints (on ports of their own): a host restarting while the other,
+    busy or frozen, holds them must start, and the survivor of a kill takes them over."""
 
     def __init__(self, app: Path, data: Path) -> None:
         self.app, self.data = app, data
         self.ports = [free_port(), free_port()]
+        self.storage_ports = ",".join(str(free_port()) for _ in range(3))
         self.running: list[RunningHost | None] = [None, None]
         self.lock = threading.Lock()
         self.logs: list[str] = []
@@ -125,7 +128,7 @@ class Hosts:
     def env(self, index: int) -> dict[str, str]:
         port = self.ports[index]
         return {**ENV, "LEDGER_URL": f"http://127.0.0.1:{port}/api/ledger/entries",
-                "LEDGER_FUNCTION_KEY": MASTER_KEY}
+                "LEDGER_FUNCTION_KEY": MASTER_KEY, "FUNCHOST_STORAGE_ENDPOINTS": self.storage_ports}
 
     def start(self, index: int) -> bool:
         started = time.monotonic()
