@@ -179,11 +179,19 @@ _HOST_ERRORS = ("Exception in ASGI application", "--- Logging error ---", "Task 
 
 def host_tracebacks(log: str) -> list[str]:
     """Error reports in a host's output that are not a function failing: a function's exception is
-    printed as ``Stack: Traceback ...`` after ``Result: Failure``; anything else is the host's."""
+    printed as ``Stack: Traceback ...`` after ``Result: Failure``, up to the next log record (a
+    ``[<time>]`` line), chained exceptions ("During handling of the above exception") included;
+    anything else is the host's."""
     found = []
     lines = log.splitlines()
+    in_stack = False
     for index, line in enumerate(lines):
-        if any(marker in line for marker in _HOST_ERRORS) and not line.startswith("Stack: Traceback"):
+        if line.startswith("Stack: Traceback"):
+            in_stack = True
+            continue
+        if line.startswith("["):
+            in_stack = False
+        if not in_stack and any(marker in line for marker in _HOST_ERRORS):
             found.append("\n".join(lines[max(0, index - 3):index + 25]))
     return found
 
