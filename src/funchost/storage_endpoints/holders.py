@@ -93,7 +93,15 @@ def _alive(pid: int, started: object) -> bool:
     return started is None or now is None or now == started
 
 
-def _holder(answer: Any, identity: str) -> Holder:
+def _holder(response: httpx.Response | httpx.HTTPError, identity: str) -> Holder:
+    if isinstance(response, httpx.ConnectError):
+        return Holder("free")
+    if isinstance(response, httpx.HTTPError):
+        return Holder("silent")  # accepted, but no answer in time
+    try:
+        answer = response.json()
+    except ValueError:
+        return Holder("other")
     if not isinstance(answer, dict) or "data" not in answer:
         return Holder("other")
     pid = answer.get("pid") if isinstance(answer.get("pid"), int) else None
@@ -112,15 +120,9 @@ async def identify(root: Path | None, service: str, host: str, port: int, identi
         return Holder("folder", identity, pid)
     try:
         async with httpx.AsyncClient(timeout=timeout) as client:
-            response = await client.get(f"http://{_address(host)}:{port}{IDENTITY_PATH}")
-    except httpx.ConnectError:
-        return Holder("free")
-    except httpx.HTTPError:
-        return Holder("silent")
-    try:
-        return _holder(response.json(), identity)
-    except ValueError:
-        return Holder("other")
+            return _holder(await client.get(f"http://{_address(host)}:{port}{IDENTITY_PATH}"), identity)
+    except httpx.HTTPError as exc:
+        return _holder(exc, identity)
 
 
 def identify_blocking(root: Path, service: str, host: str, port: int, identity: str,
@@ -130,12 +132,6 @@ def identify_blocking(root: Path, service: str, host: str, port: int, identity: 
     if pid is not None:
         return Holder("folder", identity, pid)
     try:
-        response = httpx.get(f"http://{_address(host)}:{port}{IDENTITY_PATH}", timeout=timeout)
-    except httpx.ConnectError:
-        return Holder("free")
-    except httpx.HTTPError:
-        return Holder("silent")
-    try:
-        return _holder(response.json(), identity)
-    except ValueError:
-        return Holder("other")
+        return _holder(httpx.get(f"http://{_address(host)}:{port}{IDENTITY_PATH}", timeout=timeout), identity)
+    except httpx.HTTPError as exc:
+        return _holder(exc, identity)

@@ -181,7 +181,11 @@ class StorageEndpoints:
         holder = await holders.identify(self.record_dir, service, self.settings.host, port, self.identity)
         if holder.kind in ("folder", "free", "silent"):
             self.ports[service] = port  # where clients reach it, whoever serves it
-        if holder.kind in ("folder", "free"):  # free: the holder just went away; the watch takes it
+        if holder.kind == "free":  # the holder went away since the bind: the watch takes the port
+            self.shared.add(service)
+            log.info("The %s endpoint's port %d was just released; taking it over.", service.capitalize(), port)
+            return
+        if holder.kind == "folder":
             self.shared.add(service)
             log.info("The %s endpoint on port %d is served by another funchost process of this data folder "
                      "(pid %s); using it.", service.capitalize(), port, holder.pid or "unknown")
