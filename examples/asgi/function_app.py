@@ -8,7 +8,10 @@ import logging
 from contextlib import asynccontextmanager
 
 import azure.functions as func
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 
@@ -25,6 +28,14 @@ ITEMS: dict[int, dict] = {1: {"id": 1, "name": "first"}}
 
 class NewItem(BaseModel):
     name: str
+
+
+@api.exception_handler(RequestValidationError)
+async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+    """FastAPI's default answer, except that a body which is not UTF-8 is echoed with U+FFFD
+    (the default handler fails encoding those bytes, and the client would get a 500)."""
+    errors = jsonable_encoder(exc.errors(), custom_encoder={bytes: lambda raw: raw.decode("utf-8", "replace")})
+    return JSONResponse(status_code=422, content={"detail": errors})
 
 
 @api.get("/api/health")

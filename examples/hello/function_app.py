@@ -12,15 +12,44 @@ import azure.functions as func
 app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 
 
+def bad_request(message: str) -> func.HttpResponse:
+    return func.HttpResponse(json.dumps({"error": message}), status_code=400, mimetype="application/json")
+
+
+def json_body(req: func.HttpRequest) -> object:
+    """The parsed JSON body; ValueError with a message for anything else. `json.loads` raises
+    RecursionError, not ValueError, for JSON nested about a thousand levels deep."""
+    try:
+        return req.get_json()
+    except RecursionError:
+        raise ValueError("the body is JSON nested too deeply") from None
+    except ValueError:
+        raise ValueError("the body must be JSON") from None
+
+
+def is_text(value: str) -> bool:
+    """False for a string holding a lone surrogate (JSON allows "\ud800"; UTF-8 does not)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 @app.route(route="hello", methods=["GET", "POST"])
 def hello(req: func.HttpRequest) -> func.HttpResponse:
-    """Sync function: ?name=... or a JSON body {"name": ...}."""
+    """Sync function: ?name=... or a JSON body {"name": ...}; anything else is a 400 with a message."""
     name = req.params.get("name")
     if not name and req.get_body():
         try:
-            name = req.get_json().get("name")
-        except ValueError:
-            name = None
+            body = json_body(req)
+        except ValueError as exc:
+            return bad_request(f'{exc}: send {{"name": "..."}} or ?name=...')
+        if not isinstance(body, dict) or not isinstance(body.get("name", ""), str):
+            return bad_request('the body must be a JSON object whose "name" is a string')
+        name = body.get("name")
+    if name and not is_text(name):
+        return bad_request("the name must be valid Unicode text (it holds a lone surrogate)")
     return func.HttpResponse(f"Hello, {name or 'world'}!")
 
 
@@ -28,9 +57,9 @@ def hello(req: func.HttpRequest) -> func.HttpResponse:
 async def echo(req: func.HttpRequest) -> func.HttpResponse:
     """Async function: JSON in, JSON out, with what the function saw of the request."""
     try:
-        payload = req.get_json()
-    except ValueError:
-        return func.HttpResponse("body must be JSON", status_code=400)
+        payload = json_body(req)
+    except ValueError as exc:
+        return bad_request(str(exc))
     seen = {
         "method": req.method,
         "url": req.url,
@@ -39,7 +68,11 @@ async def echo(req: func.HttpRequest) -> func.HttpResponse:
         "headers": {k: v for k, v in req.headers.items() if k.startswith("x-")},
         "json": payload,
     }
-    return func.HttpResponse(json.dumps(seen), mimetype="application/json")
+    try:
+        text = json.dumps(seen)
+    except RecursionError:  # parsed, but too deep to write back from this stack
+        return bad_request("the body is JSON nested too deeply")
+    return func.HttpResponse(text, mimetype="application/json")
 
 
 @app.route(route="products/{category:alpha}/{id:int?}", methods=["GET"])

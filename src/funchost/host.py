@@ -43,7 +43,7 @@ from funchost.settings.exported import HOSTNAME, export, exported_settings, host
 from funchost.settings.host_json import load_host_json
 from funchost.settings.local_settings import load_local_settings
 from funchost.settings.timespan import parse_timespan
-from funchost.storage.host_storage import open_storage
+from funchost.storage_endpoints.peer import open_app_storage
 
 log = logging.getLogger("funchost.host")
 startup_log = logging.getLogger("funchost.startup")
@@ -120,8 +120,8 @@ class Host:
             clock=clock,
             settings=settings,
             options=options,
-            storage=open_storage(self.config.storage, self.data_dir, settings, clock, faults=faults,
-                                 signals=signals),
+            storage=open_app_storage(self.config.storage, self.data_dir, settings, clock, faults=faults,
+                                     signals=signals),
             signals=signals,
             faults=faults,
             functions={f.name: f for f in self.functions},

@@ -79,7 +79,8 @@ def json_values(text: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
 
 
 json_text = st.text(ANY_CHAR, max_size=12)
-nested = st.integers(1, 100_000).flatmap(lambda n: st.sampled_from([b"[" * n, b"[" * n + b"]" * n,
+# Deep enough for json.loads' RecursionError (about 1,000) and still under a 32 KiB body limit.
+nested = (st.integers(1, 100_000) | st.integers(990, 16_000)).flatmap(lambda n: st.sampled_from([b"[" * n, b"[" * n + b"]" * n,
                                                                    b'{"a":' * n + b"1" + b"}" * n]))
 body = st.one_of(
     st.just(b""),
@@ -140,7 +141,9 @@ def requests(draw: st.DrawFn, *, paths: st.SearchStrategy[str], bodies: st.Searc
         headers.append(("Content-Type", content_type))
     payload = b"" if method in ("GET", "HEAD") and draw(st.booleans()) else draw(bodies)
     chunked = bool(payload) and draw(st.booleans())
-    return Sent(request_bytes(method, target, headers, payload, chunked=chunked), head_only=method == "HEAD",
+    chunk_size = draw(st.sampled_from([0, 1, 7, 1024, 16 * 1024])) if chunked else 0  # 0: the body in one chunk
+    return Sent(request_bytes(method, target, headers, payload, chunked=chunked, chunk_size=chunk_size),
+                head_only=method == "HEAD",
                 half_close=draw(st.booleans()))
 
 
@@ -176,23 +179,38 @@ _HOST_ERRORS = ("Exception in ASGI application", "--- Logging error ---", "Task 
 
 def host_tracebacks(log: str) -> list[str]:
     """Error reports in a host's output that are not a function failing: a function's exception is
-    printed as ``Stack: Traceback ...`` after ``Result: Failure``; anything else is the host's."""
+    printed as ``Stack: Traceback ...`` after ``Result: Failure``, up to the next log record (a
+    ``[<time>]`` line), chained exceptions ("During handling of the above exception") included;
+    anything else is the host's."""
     found = []
     lines = log.splitlines()
+    in_stack = False
     for index, line in enumerate(lines):
-        if any(marker in line for marker in _HOST_ERRORS) and not line.startswith("Stack: Traceback"):
+        if line.startswith("Stack: Traceback"):
+            in_stack = True
+            continue
+        if line.startswith("["):
+            in_stack = False
+        if not in_stack and any(marker in line for marker in _HOST_ERRORS):
             found.append("\n".join(lines[max(0, index - 3):index + 25]))
     return found
 
 
 class HostLog:
-    """A running host's output file, read incrementally: how many function executions so far."""
+    """A running host's output file, read incrementally: how many function executions so far,
+    and the functions that failed (`Executed 'Functions.<name>' (Failed, ...)`).
 
-    def __init__(self, path: Path) -> None:
+    `may_fail`: the functions of the app that fail on purpose (examples/hello's `fail`). Any other
+    function failing on a fuzzed request is a bug of the example: examples answer bad input with
+    a 4xx and a message, since they are what users copy."""
+
+    def __init__(self, path: Path, may_fail: frozenset[str] = frozenset()) -> None:
         self.path = path
+        self.may_fail = may_fail
         self.offset = 0
         self.partial = b""
         self.executions = 0
+        self.failed: list[str] = []
 
     def refresh(self) -> int:
         with self.path.open("rb") as file:
@@ -201,7 +219,14 @@ class HostLog:
         self.offset += len(data)
         lines = (self.partial + data).split(b"\n")
         self.partial = lines.pop()
-        self.executions += sum(1 for line in lines if b"Executed 'Functions." in line)
+        for line in lines:
+            start = line.find(b"Executed 'Functions.")
+            if start < 0:
+                continue
+            self.executions += 1
+            name, _, rest = line[start + 20:].partition(b"' (")
+            if rest.startswith(b"Failed"):
+                self.failed.append(name.decode("utf-8", "replace"))
         return self.executions
 
 
@@ -240,8 +265,13 @@ def send_and_check(port: int, sent: Sent, log: HostLog) -> Response | None:
         return None
     TALLY.statuses[response.status] += 1
     if response.status >= 500:
+        failed_before = len(log.failed)
         if wait_for(lambda: log.refresh() > before):
             TALLY.function_5xx += 1
+            unexpected = [name for name in log.failed[failed_before:] if name not in log.may_fail]
+            if unexpected:
+                raise AssertionError(f"{response.status}: the function {unexpected[0]} failed on "
+                                     f"{sent.raw[:500]!r}: {response.body[:300]!r}")
         else:
             TALLY.host_5xx += 1
             raise AssertionError(f"{response.status} from the host itself for {sent.raw[:500]!r}: "

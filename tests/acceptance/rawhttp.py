@@ -105,13 +105,16 @@ def exchange(port: int, request: bytes, *, head_only: bool = False, half_close: 
 
 
 def request_bytes(method: str, target: str, headers: list[tuple[str, str]] | None = None,
-                  body: bytes = b"", *, chunked: bool = False) -> bytes:
-    """A well-framed request: Content-Length (or chunked) matches the body."""
+                  body: bytes = b"", *, chunked: bool = False, chunk_size: int = 0) -> bytes:
+    """A well-framed request: Content-Length (or chunked) matches the body; chunked bodies go in
+    one chunk, or in chunks of `chunk_size` bytes."""
     lines = [f"{method} {target} HTTP/1.1", "Host: 127.0.0.1"]
     lines += [f"{name}: {value}" for name, value in headers or ()]
     if chunked:
         lines.append("Transfer-Encoding: chunked")
-        framed = (b"%x\r\n%s\r\n" % (len(body), body) if body else b"") + b"0\r\n\r\n"
+        size = chunk_size or len(body) or 1
+        pieces = [body[i:i + size] for i in range(0, len(body), size)]
+        framed = b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in pieces) + b"0\r\n\r\n"
     else:
         if body or method not in ("GET", "HEAD"):
             lines.append(f"Content-Length: {len(body)}")

@@ -49,6 +49,28 @@ def test_async_function_json_in_and_out(client: httpx.Client) -> None:
     assert seen["method"] == "POST"
 
 
+@pytest.mark.parametrize("path, body, message", [
+    ("/api/hello", b"[1, 2]", "JSON object"),  # not an object: was AttributeError, a 500
+    ("/api/hello", b'"Ada"', "JSON object"),
+    ("/api/hello", b'{"name": 7}', "JSON object"),
+    ("/api/hello", b'{"name": "\\ud800"}', "lone surrogate"),  # was UnicodeEncodeError, a 500
+    ("/api/hello", b"{not json", "must be JSON"),
+    ("/api/hello", b"[" * 1000, "nested too deeply"),  # RecursionError, not ValueError
+    ("/api/echo", b"[" * 1000, "nested too deeply"),
+    ("/api/echo", b"{not json", "must be JSON"),
+])
+def test_bad_input_is_a_400_with_a_message(client: httpx.Client, host: RunningHost, path: str, body: bytes,
+                                           message: str) -> None:
+    response = client.post(path, content=body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 400, response.text
+    assert message in response.json()["error"]
+
+
+def test_a_lone_surrogate_in_the_query_is_no_failure(client: httpx.Client) -> None:
+    response = client.get("/api/hello?name=%ED%A0%80")  # invalid UTF-8: the host decodes it with U+FFFD
+    assert response.status_code == 200
+
+
 def test_route_constraints_optional_default_and_catch_all(client: httpx.Client) -> None:
     assert client.get("/api/products/books").json() == {"category": "books"}
     assert client.get("/api/products/books/7").json() == {"category": "books", "id": "7"}

@@ -129,12 +129,15 @@ def separate_folders(server: CrashServer | None) -> bool:
 
 class Hosts:
     """Two hosts, each on a fixed port so clients and its ledger URL stay valid: on one data folder,
-    or with `server` (`--storage postgres`) each on a data folder of its own, as on two machines."""
+    or with `server` (`--storage postgres`) each on a data folder of its own, as on two machines.
+    They serve the storage endpoints (on ports of their own): a host restarting while the other,
+    busy or frozen, holds them must start, and the survivor of a kill takes them over."""
 
     def __init__(self, app: Path, data: Path, server: CrashServer | None = None) -> None:
         self.app, self.data, self.server = app, data, server
         self.folders = [data / "host-0", data / "host-1"] if separate_folders(server) else [data] * 2
         self.ports = [free_port(), free_port()]
+        self.storage_ports = ",".join(str(free_port()) for _ in range(3))
         self.running: list[RunningHost | None] = [None, None]
         self.lock = threading.Lock()
         self.logs: list[str] = []
@@ -143,7 +146,7 @@ class Hosts:
     def env(self, index: int) -> dict[str, str]:
         port = self.ports[index]
         return {**ENV, **self.server_env(), "LEDGER_URL": f"http://127.0.0.1:{port}/api/ledger/entries",
-                "LEDGER_FUNCTION_KEY": MASTER_KEY}
+                "LEDGER_FUNCTION_KEY": MASTER_KEY, "FUNCHOST_STORAGE_ENDPOINTS": self.storage_ports}
 
     def server_env(self) -> dict[str, str]:
         server = self.server

@@ -30,6 +30,7 @@ from typing import Any
 
 import jwt
 
+from importjobs import jsontext
 from importjobs.settings import PipelineSettings
 
 TENANT_CLAIMS = ("tid", "http://schemas.microsoft.com/identity/claims/tenantid")
@@ -196,7 +197,7 @@ def _from_client_principal(header: str | None) -> Principal:
     if not header:
         raise Unauthorized("missing X-MS-CLIENT-PRINCIPAL")
     try:
-        decoded = json.loads(base64.b64decode(header, validate=False).decode("utf-8"))
+        decoded = jsontext.parse(base64.b64decode(header, validate=False).decode("utf-8"))
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise Unauthorized("X-MS-CLIENT-PRINCIPAL is not base64 JSON") from None
     if not isinstance(decoded, dict) or not isinstance(decoded.get("claims"), list):

@@ -7,12 +7,12 @@ a `blobUrl`) are ignored and never reach the request hash; `null` equals "omitte
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from funchost.reliability import request_hash, select_fields
+from importjobs import jsontext
 from importjobs.settings import MAX_BODY_BYTES
 
 FIELDS = ("containerName", "blobName", "eTag", "versionId")
@@ -74,7 +74,9 @@ def parse_body(body: bytes) -> SubmitImport:
     if not body.strip():
         raise Rejected(400, "invalid_json", "the request body is empty; send a JSON object")
     try:
-        data = json.loads(body.decode("utf-8"))
+        data = jsontext.parse(body.decode("utf-8"))
+    except jsontext.TooDeep as exc:
+        raise Rejected(400, "invalid_json", f"the request body is {exc}") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise Rejected(400, "invalid_json", f"the request body is not valid JSON: {_short(exc)}") from None
     if not isinstance(data, dict):

@@ -12,11 +12,11 @@ and the caller's tenant only.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import azure.functions as func
 
+from importjobs import jsontext
 from importjobs.api import json_response
 from importjobs.context import Pipeline
 from importjobs.identity import Principal, Unauthorized, authenticate
@@ -80,8 +80,10 @@ def _entry_body(req: func.HttpRequest, principal: Principal) -> dict[str, Any]:
     if (declared.isdigit() and int(declared) > MAX_ENTRY_BYTES) or len(raw) > MAX_ENTRY_BYTES:
         raise Refused(413, f"a ledger entry is at most {MAX_ENTRY_BYTES} bytes")
     try:
-        body = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        body = jsontext.parse(raw.decode("utf-8"))
+    except jsontext.TooDeep as exc:
+        raise Refused(400, f"invalid JSON: {exc}") from None
+    except (UnicodeDecodeError, ValueError):
         raise Refused(400, "invalid JSON") from None
     if not isinstance(body, dict):
         raise Refused(400, "a ledger entry is a JSON object")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from funchost.reliability import BlobReference
+from importjobs import jsontext
 
 SCHEMA = 1
 
@@ -40,7 +41,7 @@ class JobMessage:
 
 def parse_message(body: bytes) -> JobMessage:
     try:
-        data = json.loads(body.decode("utf-8"))
+        data = jsontext.parse(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise MalformedMessage("not UTF-8 JSON") from None
     if not isinstance(data, dict):

@@ -18,6 +18,7 @@ from funchost.errors import FunchostError
 from funchost.host import DEFAULT_PORT, Host, HostConfig
 from funchost.settings.local_settings import load_local_settings
 from funchost.storage.backend import BACKEND_MODULES
+from funchost.storage_endpoints.peer_watch import PeerWatch
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -186,9 +187,13 @@ def _banner(host: Host, output: str, started: float) -> None:
     runtime = host.runtime
     assert runtime is not None
     elapsed = int((time.perf_counter() - started) * 1000)
-    logs.print_line(f"funchost {__version__} (storage: {host.config.storage}, data: {host.data_dir})",
-                    output=output, event="HostVersion", version=__version__, storage=host.config.storage,
+    storage = runtime.storage.kind  # `azure` when another app's host serves the endpoints
+    logs.print_line(f"funchost {__version__} (storage: {storage}, data: {host.data_dir})",
+                    output=output, event="HostVersion", version=__version__, storage=storage,
                     dataDir=str(host.data_dir))
+    peer = runtime.services.find(PeerWatch)
+    if peer is not None:
+        logs.print_line(peer.describe(), output=output, event="HostStorageShared")
     logs.print_line("", output=output) if output == "text" else None
     logs.print_line("Functions:", output=output, event="FunctionsHeader") if output == "text" else None
     for row in host.describe_functions():

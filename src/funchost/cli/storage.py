@@ -93,7 +93,9 @@ async def _serve(args: argparse.Namespace) -> int:
     clock = SystemClock()
     # No host in this process: the storage's rules apply, and listeners elsewhere find writes by polling.
     storage = open_storage("embedded", data, AppSettings({}, environ={}), clock)
-    endpoints = StorageEndpoints(HostAccounts(storage), accounts, clock, data_identity(storage.secrets()), settings)
+    root = data / "storage"
+    endpoints = StorageEndpoints(HostAccounts(storage), accounts, clock, data_identity(storage.secrets()), settings,
+                                 record_dir=root)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

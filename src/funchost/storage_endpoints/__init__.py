@@ -10,5 +10,8 @@ and bindings use: the endpoints are one more adapter over the storage ports. Lay
     sharedkey.py  Shared Key / Shared Key Lite signatures; sas.py: account and service SAS
     auth.py       who may do what: signatures, SAS permissions, container public access
     queue_api.py  the Queue service; blob/ the Blob service; table/ the Table service
-    server.py     the three listening sockets; service.py the host service; docs/storage-endpoints.md
+    server.py     the three listening sockets; holders.py who holds a taken port (the data
+                  folder's record, the identity answer); service.py the host service
+    peer.py       another app's host serves the endpoints: use its accounts (peer_storage.py)
+                  and say when they stop answering (peer_watch.py); docs/storage-endpoints.md
 """

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import xml.etree.ElementTree as ET
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -89,7 +90,7 @@ class StorageApp:
         if scope["type"] != "http":
             return
         if scope.get("path") == IDENTITY_PATH:
-            body = json.dumps({"service": self.service, "data": self.identity}).encode()
+            body = json.dumps({"service": self.service, "data": self.identity, "pid": os.getpid()}).encode()
             await send_response(send, None, Response(200, body, content_type="application/json"))
             return
         request: StorageRequest | None = None

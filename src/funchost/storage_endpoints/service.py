@@ -17,7 +17,10 @@ from funchost.storage.blob_api import BlobApi
 from funchost.storage.host_storage import HostStorage
 from funchost.storage.queues import QueueService
 from funchost.storage.tables import TableService
+from funchost.storage_endpoints import peer_watch
 from funchost.storage_endpoints.accounts import Accounts
+from funchost.storage_endpoints.peer import Peer
+from funchost.storage_endpoints.peer_watch import PeerWatch
 from funchost.storage_endpoints.server import SETTING, StorageEndpoints, data_identity, parse_setting
 
 log = logging.getLogger("funchost.storage")
@@ -65,13 +68,17 @@ class StorageEndpointsService:
         await self.endpoints.stop()
 
 
-async def start(runtime: Runtime) -> StorageEndpointsService | None:
+async def start(runtime: Runtime) -> StorageEndpointsService | PeerWatch | None:
+    peer = getattr(runtime.storage.backend, "peer", None)
+    if isinstance(peer, Peer):  # another app's host serves them: peer_storage.PeerStorage
+        return await peer_watch.start(runtime, peer)
     settings = parse_setting(runtime.settings.get(SETTING), host=runtime.settings.get(f"{SETTING}_BIND") or "127.0.0.1")
     if settings is None or runtime.storage.kind not in ("embedded", "postgres"):
         return None
     identity = data_identity(runtime.storage.secrets())
+    root = runtime.data_dir / "storage"
     endpoints = StorageEndpoints(HostAccounts(runtime.storage), Accounts.from_settings(runtime.settings),
-                                 runtime.clock, identity, settings)
+                                 runtime.clock, identity, settings, record_dir=root)
     await endpoints.start()
     service = StorageEndpointsService(runtime, endpoints)
     runtime.storage.blob_origin = endpoints.origin("blob")

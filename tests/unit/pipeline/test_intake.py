@@ -127,6 +127,21 @@ async def test_easyauth_principal_is_used_in_easyauth_mode(start_pipeline) -> No
     assert bearer_only.status_code == 401
 
 
+async def test_deeply_nested_identity_json_is_401_not_a_failure(start_pipeline) -> None:  # type: ignore[no-untyped-def]
+    import base64
+
+    deep = b"[" * 3_000 + b"]" * 3_000
+    header = base64.urlsafe_b64encode(deep).rstrip(b"=").decode()
+    bearer = await start_pipeline()
+    response = await bearer.host.http("POST", "/api/imports", key="master", json=BODY,
+                                      headers={"Idempotency-Key": "k", "Authorization": f"Bearer {header}.e30.c2ln"})
+    assert response.status_code == 401
+    easyauth = await start_pipeline(IMPORTS_AUTH="easyauth")
+    response = await easyauth.host.http("POST", "/api/imports", key="master", json=BODY, headers={
+        "Idempotency-Key": "k", "X-MS-CLIENT-PRINCIPAL": base64.b64encode(deep).decode()})
+    assert response.status_code == 401
+
+
 async def test_declared_body_over_32_kib_is_413(pipeline: Pipeline) -> None:
     big = json.dumps({**BODY, "pad": "x" * 40_000}).encode()
     response = await pipeline.submit(None, raw=big)
@@ -165,6 +180,9 @@ async def test_idempotency_key_is_required(pipeline: Pipeline) -> None:
     (b'{"containerName": 5, "blobName": "tenant-a/x.csv"}', "'containerName' must be a string"),
     (b'{"containerName": "imports"}', "blobName"),
     (b"", "empty"),
+    (b"[" * 15_000 + b"]" * 15_000, "nested too deeply"),  # RecursionError in the decoder
+    (b'{"containerName": "imports", "blobName": "tenant-a/x.csv", "x": ' + b"[" * 100 + b"]" * 100 + b"}",
+     "nested too deeply"),  # decodes, but deeper than the documents the app reads
 ])
 async def test_invalid_bodies_are_400_with_a_clear_message(pipeline: Pipeline, raw: bytes, needle: str) -> None:
     response = await pipeline.submit(None, raw=raw)

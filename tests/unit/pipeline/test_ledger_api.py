@@ -67,6 +67,9 @@ async def test_bodies_and_keys_are_bounded_and_checked(pipeline: Pipeline) -> No
     assert (await _post(p, big)).status_code == 413  # type: ignore[attr-defined]
     assert (await _post(p, None, raw=b"{not json")).status_code == 400  # type: ignore[attr-defined]
     assert (await _post(p, [1, 2])).status_code == 400  # type: ignore[attr-defined]
+    for deep in (b"[" * 5_000 + b"]" * 5_000, b'{"a":' * 2_000 + b"1" + b"}" * 2_000):  # under 16 KiB
+        refused = await _post(p, None, raw=deep)
+        assert refused.status_code == 400 and "nested too deeply" in refused.json()["error"]  # type: ignore[attr-defined]
     assert (await _post(p, {"n": 1}, key=None)).status_code == 400  # type: ignore[attr-defined]
     assert (await _post(p, {"n": 1}, key="k" * 256)).status_code == 400  # type: ignore[attr-defined]
     assert await p.ledger() == []

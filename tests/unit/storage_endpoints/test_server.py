@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import socket
 from pathlib import Path
 
 import httpx
@@ -83,24 +82,6 @@ def test_accounts_from_connection_strings() -> None:
         parse_account_list("nokey")
     [two_keys] = parse_account_list(f"a:{key}:{base64.b64encode(b'second').decode()}")
     assert two_keys == Account("a", (base64.b64decode(key), b"second"))
-
-
-async def test_port_taken_by_another_program_is_a_clear_error(tmp_path: Path) -> None:
-    blocker = socket.socket()
-    blocker.bind(("127.0.0.1", 0))
-    blocker.listen()
-    port = blocker.getsockname()[1]
-    try:
-        async with serve_endpoints(tmp_path / "first") as served:
-            endpoints = StorageEndpoints(HostAccounts(served.storage), Accounts(), served.clock, "other-data",
-                                         EndpointSettings(ports={"blob": port, "queue": 0, "table": 0}))
-            with pytest.raises(PortTaken) as info:
-                await endpoints.start()
-    finally:
-        blocker.close()
-    message = str(info.value)
-    assert f"127.0.0.1:{port}" in message and "another program" in message
-    assert "--storage-ports" in message and "--no-storage-endpoints" in message
 
 
 async def test_same_data_folder_shares_ports_and_another_folder_is_refused(tmp_path: Path) -> None:

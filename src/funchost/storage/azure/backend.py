@@ -36,6 +36,7 @@ from funchost.storage.servicebus import ServiceBusBroker
 
 class AzureStorage:
     kind = "azure"
+    client_options: dict[str, Any] = {}  # keyword arguments of every SDK client (retry policy)
 
     def __init__(self, settings: AppSettings, clock: Clock, data_dir: Path | None = None) -> None:
         self.settings = settings
@@ -67,10 +68,12 @@ class AzureStorage:
             return created
 
     def queues(self, connection: str | None = None) -> AzureQueueService:
-        return self._service(connection, "queue", AzureQueueService)  # type: ignore[no-any-return]
+        return self._service(connection, "queue",  # type: ignore[no-any-return]
+                             lambda endpoint: AzureQueueService(endpoint, **self.client_options))
 
     def blobs(self, connection: str | None = None) -> AzureBlobService:
-        return self._service(connection, "blob", AzureBlobService)  # type: ignore[no-any-return]
+        return self._service(connection, "blob",  # type: ignore[no-any-return]
+                             lambda endpoint: AzureBlobService(endpoint, **self.client_options))
 
     def blob_changes(self, connection: str | None = None) -> BlobChangeJournal | None:
         return None  # on Azure the account's own Event Grid system topic reports blob changes
@@ -91,7 +94,7 @@ class AzureStorage:
                     raise ConfigError("Table storage needs a connection string (identity-based connections are "
                                       "not supported for tables)", path=f"app setting '{resolved.setting_name}'")
                 existing = self._services[key] = AzureTableService(resolved.connection_string,
-                                                                   resolved.account_name)
+                                                                   resolved.account_name, **self.client_options)
             return existing
 
     def documents(self, connection: str | None = None) -> DocumentStore:

@@ -75,10 +75,10 @@ def _if_match(etag: str | None) -> dict[str, Any]:
 class AzureBlobService:
     """One storage account's blob service, reached through `BlobServiceClient`."""
 
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(self, endpoint: Endpoint, **client_options: Any) -> None:
         self.account_name = endpoint.account_name
         self.endpoint = endpoint
-        self._client = BlobServiceClient(endpoint.account_url, credential=endpoint.credential)
+        self._client = BlobServiceClient(endpoint.account_url, credential=endpoint.credential, **client_options)
 
     def _blob(self, container: str, name: str) -> BlobClient:
         return self._client.get_blob_client(container, name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.storage.queue import QueueMessage as SdkMessage
@@ -49,11 +50,11 @@ def _message(msg: SdkMessage, *, content: str | None = None) -> QueueMessage:
 class AzureQueueService:
     """One storage account's queue service, reached through `QueueServiceClient`."""
 
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(self, endpoint: Endpoint, **client_options: Any) -> None:
         self.account_name = endpoint.account_name
         self.endpoint = endpoint
         # message_encode_policy / message_decode_policy left unset = the SDK's no-op policies.
-        self._client = QueueServiceClient(endpoint.account_url, credential=endpoint.credential)
+        self._client = QueueServiceClient(endpoint.account_url, credential=endpoint.credential, **client_options)
         self._queues: dict[str, QueueClient] = {}
 
     def _queue(self, name: str) -> QueueClient:

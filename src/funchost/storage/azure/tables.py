@@ -73,9 +73,9 @@ def _entity(sdk: Any) -> Entity:
 
 
 class AzureTableService:
-    def __init__(self, connection_string: str, account_name: str) -> None:
+    def __init__(self, connection_string: str, account_name: str, **client_options: Any) -> None:
         self.account_name = account_name
-        self._client = TableServiceClient.from_connection_string(connection_string)
+        self._client = TableServiceClient.from_connection_string(connection_string, **client_options)
 
     async def create_table(self, name: str) -> str:
         try:
