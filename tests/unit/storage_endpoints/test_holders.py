@@ -35,7 +35,8 @@ async def embedded(data: Path) -> AsyncIterator[HostStorage]:
 
 def endpoints_of(storage: HostStorage, data: Path, clock: ManualClock, ports: dict[str, int]) -> StorageEndpoints:
     root = data / "storage"
-    return StorageEndpoints(HostAccounts(storage), Accounts(), clock, data_identity(root), EndpointSettings(ports=ports),
+    return StorageEndpoints(HostAccounts(storage), Accounts(), clock, data_identity(storage.secrets()),
+                            EndpointSettings(ports=ports),
                             record_dir=root)
 
 
