@@ -52,6 +52,7 @@ startup_log = logging.getLogger("funchost.startup")
 
 DEFAULT_PORT = 7071
 LISTENER_RETRY_SETTING = "FUNCHOST_LISTENER_RETRY_MAX_INTERVAL"
+HTTP_TRIGGER = "httpTrigger"  # its functions' listeners stop after the HTTP server has drained
 
 
 @dataclass
@@ -234,10 +235,11 @@ class Host:
         executor = runtime.invoker if runtime is not None and isinstance(runtime.invoker, Executor) else None
         if executor is not None:
             executor.end_retries()
-        work: list[tuple[str, Any]] = []
-        if self.http_server is not None:
-            work.append(("HTTP server", self.http_server.stop()))
-        work += [(f"listener of {name}", listener.stop()) for name, listener in self.listeners.items()]
+        served = {name for name, function in (runtime.functions.items() if runtime else ())
+                  if function.trigger_type == HTTP_TRIGGER}
+        work: list[tuple[str, Any]] = [("HTTP server", self._stop_http(served))]
+        work += [(f"listener of {name}", listener.stop()) for name, listener in self.listeners.items()
+                 if name not in served]
         work += [(type(service).__name__, service.drain()) for service in self._services
                  if isinstance(service, Draining)]
         cancel = executor.cancel_running if executor is not None else _none
@@ -254,6 +256,14 @@ class Host:
             if get_current() is runtime:
                 set_current(None)
         self.state = "Stopped"
+
+    async def _stop_http(self, served: set[str]) -> None:
+        """The server drains first; then the listeners of HTTP functions (an ASGI app's lifespan
+        shutdown), which must not run while requests are in flight."""
+        if self.http_server is not None:
+            await self.http_server.stop()
+        for name in served & self.listeners.keys():
+            await _quietly(self.listeners[name].stop(), f"listener of {name}")
 
     def status(self) -> dict[str, Any]:
         runtime = self.runtime
