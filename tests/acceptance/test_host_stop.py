@@ -136,3 +136,51 @@ def test_the_stop_timeout_cancels_what_still_runs_and_its_message_comes_back(tmp
         return any(json.loads(line).get("dequeueCount") == 1 for line in peeked.splitlines() if line.strip())
 
     wait_until(came_back, "the cancelled message to be visible again", timeout=15)
+
+
+ASGI_APP = """
+import asyncio
+import logging
+from contextlib import asynccontextmanager
+
+import azure.functions as func
+from fastapi import FastAPI
+
+
+@asynccontextmanager
+async def lifespan(api):
+    yield
+    logging.info("lifespan shutdown ran")
+
+
+api = FastAPI(lifespan=lifespan)
+
+
+@api.get("/api/slow")
+async def slow() -> dict:
+    await asyncio.sleep(1.5)
+    logging.info("slow request answered")
+    return {"done": True}
+
+
+app = func.AsgiFunctionApp(app=api, http_auth_level=func.AuthLevel.ANONYMOUS)
+"""
+
+
+def test_an_asgi_apps_lifespan_shuts_down_after_the_requests_in_flight(tmp_path: Path) -> None:
+    pytest.importorskip("fastapi")
+    app = write_app(tmp_path / "app", ASGI_APP)
+    host = start_funchost(app, "--no-storage-endpoints", data_dir=tmp_path / "data")
+    answers: list[httpx.Response] = []
+    try:
+        caller = threading.Thread(target=lambda: answers.append(httpx.get(f"{host.base_url}/api/slow", timeout=20)))
+        caller.start()
+        assert host.wait_for_output("Executing 'Functions.http_app_func'"), host.output()
+        host.process.send_signal(signal.SIGTERM)
+        host.process.wait(timeout=20)
+        caller.join(timeout=20)
+    finally:
+        code, output = stop_funchost(host)
+    assert code == 0, output
+    assert [(r.status_code, r.json()) for r in answers] == [(200, {"done": True})]
+    assert output.index("slow request answered") < output.index("lifespan shutdown ran"), output
