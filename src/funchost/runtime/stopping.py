@@ -41,11 +41,11 @@ def shutdown_timeout(settings: Mapping[str, str]) -> float:
 
 
 async def drain_within(work: Sequence[tuple[str, Awaitable[Any]]], timeout: float,
-                       cancel_running: Callable[[], int]) -> bool:
+                       cancel_running: Callable[[], int], *, grace: float = CANCEL_GRACE) -> bool:
     """Run every stop in `work` (what it stops, the stop) together for at most `timeout` seconds.
 
     True when all of them finished in time. Otherwise `cancel_running()` cancels the running
-    invocations (it returns how many), the stops get `CANCEL_GRACE` to unwind, and those still
+    invocations (it returns how many), the stops get `grace` seconds to unwind, and those still
     going are cancelled too. A stop that fails is logged; it does not hold the others.
     """
     tasks = {asyncio.ensure_future(_logged(stop, what)): what for what, stop in work}
@@ -60,11 +60,11 @@ async def drain_within(work: Sequence[tuple[str, Awaitable[Any]]], timeout: floa
                 "%s. Their queue messages reappear after their visibility timeout, Service Bus messages "
                 "after their lock.", timeout, SHUTDOWN_TIMEOUT_SETTING, cancelled, ", ".join(waiting),
                 extra={"event": "HostStopTimeout", "cancelled": cancelled, "waiting": waiting})
-    _, pending = await asyncio.wait(pending, timeout=CANCEL_GRACE)
+    _, pending = await asyncio.wait(pending, timeout=grace)
     for task in pending:
         task.cancel()
     if pending:
-        await asyncio.wait(pending, timeout=CANCEL_GRACE)
+        await asyncio.wait(pending, timeout=grace)
     return False
 
 

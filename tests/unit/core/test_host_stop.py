@@ -63,7 +63,8 @@ async def test_drain_within_runs_the_stops_together_and_cancels_only_past_the_ti
 
     cancelled: list[int] = []
     never = asyncio.Event()
-    assert await drain_within([("stuck", stop("stuck", never))], 0.01, lambda: cancelled.append(1) or 1) is False
+    stuck = [("stuck", stop("stuck", never))]
+    assert await drain_within(stuck, 0.01, lambda: cancelled.append(1) or 1, grace=0.01) is False
     assert cancelled == [1] and order[-1] == "stuck began"  # its stop was cancelled after the grace
 
 
