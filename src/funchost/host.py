@@ -1,9 +1,11 @@
 """The host: load an app, start its listeners and HTTP server, stop gracefully.
 
 Start order: storage and runtime, host services (Event Grid), trigger listeners, then the HTTP
-server (so the admin status endpoint answering means everything is running). Stop order is the
-reverse: HTTP first (in-flight requests finish, new ones are refused), then listeners (in-flight
-messages finish and are completed), then services, executor and storage.
+server (so the admin status endpoint answering means everything is running). Stop: the HTTP
+server, every listener and every service that delivers work stop together (new work is refused,
+work in flight finishes with storage and endpoints up), for at most the stop timeout, after which
+what still runs is cancelled (runtime/stopping.py); then services (the storage endpoints among
+them) close in reverse order, then the executor and storage.
 
 One broken function does not stop the app (docs/isolation.md): a function the host cannot set
 up, or whose listener cannot start, is listed in error and the rest runs. Only app-level
@@ -31,8 +33,8 @@ from funchost.invocation import retry as retry_rules
 from funchost.invocation.executor import Executor
 from funchost.listeners.function_listener import MAX_RETRY_INTERVAL, FunctionListener
 from funchost.private_files import private_directory
-from funchost.runtime import registry
-from funchost.runtime.contracts import HostService, Runtime
+from funchost.runtime import registry, stopping
+from funchost.runtime.contracts import Draining, HostService, Runtime
 from funchost.runtime.current import get_current, set_current
 from funchost.runtime.faults import FaultInjector
 from funchost.runtime.function_checks import function_error
@@ -50,6 +52,7 @@ startup_log = logging.getLogger("funchost.startup")
 
 DEFAULT_PORT = 7071
 LISTENER_RETRY_SETTING = "FUNCHOST_LISTENER_RETRY_MAX_INTERVAL"
+HTTP_TRIGGER = "httpTrigger"  # its functions' listeners stop after the HTTP server has drained
 
 
 @dataclass
@@ -95,6 +98,8 @@ class Host:
         self.state = "Created"
         self._started_at = time.monotonic()
         self._services: list[HostService] = []
+        self.stop_timeout = stopping.DEFAULT_SHUTDOWN_TIMEOUT  # ASPNETCORE_SHUTDOWNTIMEOUTSECONDS, read at load
+        self.stopped_in_time = True  # False: the stop timeout passed and running work was cancelled
 
     # -- load ------------------------------------------------------------------------------------
 
@@ -109,6 +114,7 @@ class Host:
         environ.update(self.config.settings_override)
         settings = AppSettings(exported, environ=environ)
         options = load_host_json(self.app_dir, settings)
+        self.stop_timeout = stopping.shutdown_timeout(settings)
         self.functions = index_app(self.app_dir, settings, options.retry)
         clock = self.config.clock or SystemClock()
         faults = self.config.faults or FaultInjector()
@@ -220,25 +226,45 @@ class Host:
             export({HOSTNAME: hostname(self.port)}, os.environ)  # when the port was picked at bind
 
     async def stop(self) -> None:
-        """Graceful: HTTP in-flight finish, listeners finish their work, then close storage."""
+        """Ordered and bounded (runtime/stopping.py): intake ends and in-flight work finishes,
+        all together, with storage and endpoints up, for at most the stop timeout; what is still
+        running then is cancelled. Then host services close, the executor, the storage."""
         if self.state in ("Stopping", "Stopped"):
             return
         self.state = "Stopping"
-        if self.http_server is not None:
-            await _quietly(self.http_server.stop(), "HTTP server")
-            if self.runtime is not None:
-                self.runtime.services.withdraw(self.http_server)
-        for name, listener in reversed(list(self.listeners.items())):
-            await _quietly(listener.stop(), f"listener of {name}")
+        runtime = self.runtime
+        executor = runtime.invoker if runtime is not None and isinstance(runtime.invoker, Executor) else None
+        if executor is not None:
+            executor.end_retries()
+        served = {name for name, function in (runtime.functions.items() if runtime else ())
+                  if function.trigger_type == HTTP_TRIGGER}
+        work: list[tuple[str, Any]] = [("HTTP server", self._stop_http(served))]
+        work += [(f"listener of {name}", listener.stop()) for name, listener in self.listeners.items()
+                 if name not in served]
+        work += [(type(service).__name__, service.drain()) for service in self._services
+                 if isinstance(service, Draining)]
+        cancel = executor.cancel_running if executor is not None else _none
+        self.stopped_in_time = await stopping.drain_within(work, self.stop_timeout, cancel)
+        if self.http_server is not None and runtime is not None:
+            runtime.services.withdraw(self.http_server)
+        deadline = asyncio.get_running_loop().time() + stopping.CLOSE_TIMEOUT
         for service in reversed(self._services):
-            await _quietly(service.stop(), "host service")
-        if self.runtime is not None:
-            if isinstance(self.runtime.invoker, Executor):
-                await _quietly(self.runtime.invoker.stop(), "executor")
-            await _quietly(self.runtime.storage.aclose(), "storage")
-            if get_current() is self.runtime:
+            await stopping.close_within(service.stop(), type(service).__name__, deadline)
+        if runtime is not None:
+            if executor is not None:
+                await stopping.close_within(executor.stop(), "executor", deadline)
+            await _quietly(runtime.storage.aclose(), "storage")
+            if get_current() is runtime:
                 set_current(None)
         self.state = "Stopped"
+
+    async def _stop_http(self, served: set[str]) -> None:
+        """The server drains first; then the listeners of HTTP functions (an ASGI app's lifespan
+        shutdown), which must not run while requests are in flight."""
+        if self.http_server is not None:
+            await self.http_server.stop()
+        for name in served & self.listeners.keys():
+            await _quietly(self.listeners[name].stop(), f"listener of {name}")
 
     def status(self) -> dict[str, Any]:
         runtime = self.runtime
@@ -268,6 +294,10 @@ class Host:
                 description += " (disabled)"
             rows.append(FunctionRow(function.name, description, errors, function.script_file, function.source_line))
         return rows
+
+
+def _none() -> int:
+    return 0
 
 
 async def _quietly(awaitable: Any, what: str) -> None:

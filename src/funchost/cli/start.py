@@ -173,7 +173,15 @@ async def _serve(host: Host, output: str, started: float) -> int:
     if supervisor.is_worker():
         orphan_watch.cancel()
     logs.print_line("Host stopped.", output=output, event="HostStopped")
+    if not host.stopped_in_time:
+        _exit_now()  # the threads of sync functions cancelled at the stop timeout are not waited for
     return 0
+
+
+def _exit_now() -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 async def _stop_when_orphaned(parent: int, stop: asyncio.Event) -> None:

@@ -117,6 +117,7 @@ class FunctionSender:
         self.functions = functions
         self.clock = clock
         self.deliveries: dict[str, TriggerDelivery] = {}  # by trigger type, registered by the trigger
+        self._running: set[asyncio.Task[Outcome]] = set()
 
     async def send(self, sub: SubscriptionConfig, events: list[dict[str, Any]], schema: str,
                    delivery_count: int) -> Outcome:
@@ -136,7 +137,15 @@ class FunctionSender:
                 ok, message = await invoke_each(self.invoker, function, events, self.clock.now())
             return Outcome(True, 202, "Succeeded") if ok else outcome_for_status(500, message)
 
-        return await with_timeout(self.clock, run())
+        task = asyncio.ensure_future(run())  # outlives the delivery when it times out
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+        return await with_timeout(self.clock, task)
+
+    async def drain(self) -> None:
+        """Until the invocations of every delivery, timed out ones included, are over."""
+        while self._running:
+            await asyncio.wait(set(self._running))
 
 
 # --- webhooks ------------------------------------------------------------------------------------

@@ -111,13 +111,20 @@ class EventGridService:
         await watcher.start()
         self.watchers.append(watcher)
 
+    async def drain(self) -> None:
+        """Host stopping: no new event is read from the blob journal, no delivery (first attempt
+        or retry) starts; the deliveries in flight finish. Failed ones keep their next attempt in
+        the store, for the next start."""
+        for watcher in self.watchers:
+            await watcher.stop()
+        await self.engine.stop()
+        await self.function_sender.drain()
+
     async def stop(self) -> None:
         """The store stays open: it is the storage backend's, closed with it."""
         for mounted in self._mounts:
             self.runtime.services.unmount(mounted)
-        for watcher in self.watchers:
-            await watcher.stop()
-        await self.engine.stop()
+        await self.drain()
         await self._webhooks.aclose()
         self.runtime.services.withdraw(self)
 

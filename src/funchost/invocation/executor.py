@@ -73,6 +73,7 @@ class Executor:
                                         "function")
         self._plans: dict[str, tuple[InvocationPlan, CallNext]] = {}
         self._stopping = asyncio.Event()
+        self._running: dict[asyncio.Task[Any], int] = {}  # tasks in `invoke`, for a forced stop
         self._retry = RetryPolicy(runtime.clock, self._stopping, rng)
         timeout = runtime.options.function_timeout
         if middleware is None:  # a factory returns None when its feature is off: no piece at all
@@ -98,10 +99,34 @@ class Executor:
 
     async def invoke(self, request: InvocationRequest) -> InvocationResult:
         plan, handle = self._plan_and_chain(request.function)
-        return await handle(Invocation(request, plan))
+        task = asyncio.current_task()
+        running = self._running
+        if task is not None:
+            running[task] = running.get(task, 0) + 1
+        try:
+            return await handle(Invocation(request, plan))
+        finally:
+            if task is not None:
+                count = running.pop(task) - 1
+                if count:
+                    running[task] = count
+
+    def end_retries(self) -> None:
+        """The host begins stopping: waits between retry attempts end now (the attempt in
+        progress finishes; its failure is returned `abandoned`), so no retry holds the stop."""
+        self._stopping.set()
+
+    def cancel_running(self) -> int:
+        """Cancel the tasks running an invocation (the stop timeout has passed); how many.
+        A sync function's thread cannot be interrupted: its invocation ends, the thread runs on."""
+        tasks = [task for task in self._running if not task.done()]
+        for task in tasks:
+            task.cancel()
+        return len(tasks)
 
     async def stop(self) -> None:
-        """End retry waits (the attempt in progress finishes); callers drain their own work."""
+        """End retry waits (the attempt in progress finishes) and let the threads go once their
+        calls are done; callers drain their own work."""
         self._stopping.set()
         self._pool.shutdown()
 

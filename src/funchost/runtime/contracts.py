@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from azure.functions.meta import Datum
 
@@ -111,7 +111,16 @@ class BindingSupport(Protocol):
 
 class HostService(Protocol):
     async def stop(self) -> None:
-        """Graceful stop, at host shutdown (after the listeners, before storage closes)."""
+        """Close, at host shutdown: after the work in flight is over, before storage closes."""
+
+
+@runtime_checkable
+class Draining(Protocol):
+    """A host service that delivers work to functions (Event Grid deliveries)."""
+
+    async def drain(self) -> None:
+        """Deliver nothing new and let the deliveries in flight finish. Called at host shutdown
+        together with the listeners' stops, while endpoints and stores are up; `stop` follows."""
 
 
 # A host-wide service module's ``start``: called once the storage is open, before listeners.

@@ -50,6 +50,9 @@ SETTING = "FUNCHOST_STORAGE_ENDPOINTS"
 DEFAULT_PORTS = {"blob": 10000, "queue": 10001, "table": 10002}
 SERVICES = ("blob", "queue", "table")
 IDENTITY_SECRET = "storage/endpoints.id"
+# At stop the host's own work is over (runtime/stopping.py); a request still arriving from a
+# client (a half-sent upload) gets this long before its connection is dropped.
+CLOSE_SECONDS = 3
 HOW_TO_CHANGE = ("choose other ports with --storage-ports BLOB,QUEUE,TABLE (or the app setting "
                  f"{SETTING}=BLOB,QUEUE,TABLE), or turn the endpoints off with --no-storage-endpoints "
                  f"({SETTING}=off)")
@@ -167,7 +170,8 @@ class StorageEndpoints:
     async def _serve(self, service: str, sock: socket.socket) -> None:
         config = uvicorn.Config(self.apps[service], lifespan="off", log_level="warning", log_config=None, access_log=False,
                                 server_header=False, date_header=False, http=_Protocol, timeout_keep_alive=120,
-                                proxy_headers=False)  # clients connect directly: no X-Forwarded-* to honour
+                                proxy_headers=False,  # clients connect directly: no X-Forwarded-* to honour
+                                timeout_graceful_shutdown=CLOSE_SECONDS)
         if not config.loaded:
             config.load()
         server = uvicorn.Server(config)

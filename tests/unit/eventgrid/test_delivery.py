@@ -210,6 +210,24 @@ async def test_function_that_outlives_30_seconds_is_a_failed_delivery(tmp_path: 
     await rig.stop()
 
 
+async def test_stopping_starts_no_retry_and_waits_for_timed_out_invocations(tmp_path: Path) -> None:
+    release = asyncio.Event()
+    invoker = FakeInvoker(block=release)
+    clock = ManualClock()
+    fs = FunctionSender(invoker, {"on_event": function_spec()}.get, clock)
+    rig = await Rig(tmp_path, config(sub(kind="function")), {"function": fs}, clock=clock).start()
+    await rig.publish(event())
+    await rig.advance(30)  # the delivery timed out; its invocation still runs
+    stopping = asyncio.ensure_future(asyncio.gather(rig.engine.stop(), fs.drain()))
+    await rig.advance(10)  # the retry would be due now
+    assert len(invoker.events) == 1 and not stopping.done()  # no retry; the invocation holds the stop
+    release.set()
+    await asyncio.wait_for(stopping, 5)
+    [row] = await rig.rows()
+    assert (row.state, row.attempts) == ("pending", 1)  # the next attempt waits in the store
+    await rig.stop()
+
+
 async def test_unknown_function_is_retried_as_not_found(tmp_path: Path) -> None:
     clock = ManualClock()
     fs = FunctionSender(FakeInvoker(), {}.get, clock)

@@ -101,6 +101,40 @@ async def test_batch_threshold_limits_concurrency(rig_factory):
     await listener.stop()
 
 
+async def test_a_local_write_does_not_end_the_batch_threshold_wait(rig_factory):
+    """QueueListener.Notify ends the back-off only: the wait after a batch is
+    WaitForNewBatchThreshold alone, so an app writing to its own queue cannot lift the cap."""
+    gates: dict[str, asyncio.Event] = {}
+
+    async def blocked(request):
+        await gates.setdefault(request.trigger_value.value, asyncio.Event()).wait()
+        return True
+
+    rig = rig_factory(options=QueuesOptions(batch_size=4, new_batch_threshold=2), behaviour=blocked)
+    tools = QueueTools(rig.runtime)
+    for i in range(4):
+        await tools.send("work", str(i))
+    listener = rig.listener()
+    await listener.start()
+    await rig.settle()
+    assert rig.invoker.running == 4
+    for i in range(4, 16):  # each send is a local write: it publishes on the queue's topic
+        await tools.send("work", str(i))
+        await rig.settle()
+    assert rig.invoker.running == 4 and listener.fetches == 1  # still waiting for the threshold
+    for body in ("0", "1"):
+        gates.setdefault(body, asyncio.Event()).set()
+    await rig.settle()
+    assert len(rig.invoker.requests) == 8 and rig.invoker.running == 6  # batchSize + newBatchThreshold
+    for i in range(16):
+        gates.setdefault(str(i), asyncio.Event()).set()
+    for _ in range(10):
+        await rig.advance(0.1)
+    assert sorted(rig.invoker.bodies(), key=int) == [str(i) for i in range(16)]
+    assert rig.invoker.max_running == 4 + 2
+    await listener.stop()
+
+
 async def test_graceful_stop_completes_in_flight_messages(rig_factory):
     release = asyncio.Event()
 

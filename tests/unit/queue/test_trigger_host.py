@@ -113,3 +113,53 @@ async def test_listener_never_creates_the_monitored_queue(funchost_app, app_dir)
     await host.queues.send("orders", "late")  # creates the queue
     await host.advance(3)
     assert [s[0] for s in seen(host)] == ["late"]
+
+
+SELF_FEEDING = """
+import asyncio
+import azure.functions as func
+
+app = func.FunctionApp()
+STATE = {"running": 0, "peak": 0, "started": 0}
+GATE = asyncio.Event()
+
+@app.route(route="enqueue", auth_level=func.AuthLevel.ANONYMOUS)
+@app.queue_output(arg_name="out", queue_name="slow", connection="AzureWebJobsStorage")
+def enqueue(req: func.HttpRequest, out: func.Out[str]) -> str:
+    out.set("work")
+    return "queued"
+
+@app.queue_trigger(arg_name="msg", queue_name="slow", connection="AzureWebJobsStorage")
+async def slow(msg: func.QueueMessage) -> None:
+    STATE["running"] += 1
+    STATE["started"] += 1
+    STATE["peak"] = max(STATE["peak"], STATE["running"])
+    try:
+        await GATE.wait()
+    finally:
+        STATE["running"] -= 1
+"""
+
+
+async def test_an_app_writing_to_its_own_queue_keeps_the_concurrency_cap(funchost_app, tmp_path):
+    """batchSize 4, newBatchThreshold 2: each write wakes the listener's back-off, so it fetches the
+    messages one by one until 3 are in flight (> 2); the writes after that do not end its
+    threshold wait, so 3 run, not one per request."""
+    import sys
+
+    app = write_app(tmp_path / "self", SELF_FEEDING, host_json={
+        "version": "2.0", "extensions": {"queues": {"batchSize": 4, "newBatchThreshold": 2}}})
+    host = await funchost_app(app)
+    await host.queues.create("slow")
+    for _ in range(16):
+        assert (await host.http("POST", "/api/enqueue")).status_code == 200
+        await host.advance(0.2)
+    module = sys.modules["function_app"]
+    peak = module.STATE["peak"]
+    module.GATE.set()
+    assert peak == 3
+    for _ in range(10):
+        await host.advance(0.2)
+    await host.wait_until_idle()
+    assert module.STATE["started"] == 16 and module.STATE["peak"] <= 6
+    assert await host.queues.count("slow") == 0

@@ -10,7 +10,8 @@ as integers, durations as TimeSpan strings (``00:00:30``).
 Two values are funchost's own: Kestrel allows unlimited connections by default, funchost caps
 them below the process's file-descriptor limit (so a flood of idle sockets cannot starve the
 host's storage files of descriptors); and the graceful-stop grace period is the .NET host's
-shutdown timeout (``ASPNETCORE_SHUTDOWNTIMEOUTSECONDS``, 30 s as in .NET 8).
+shutdown timeout (``ASPNETCORE_SHUTDOWNTIMEOUTSECONDS``, 30 s as in .NET 8), which bounds the
+host's whole stop too (`runtime/stopping.py`).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from funchost.errors import ConfigError
+from funchost.runtime.stopping import DEFAULT_SHUTDOWN_TIMEOUT, shutdown_timeout
 from funchost.settings.timespan import parse_timespan
 
 PREFIX = "Kestrel__Limits__"
-SHUTDOWN_TIMEOUT_SETTING = "ASPNETCORE_SHUTDOWNTIMEOUTSECONDS"
 HEARTBEAT_SECONDS = 1.0  # Kestrel's Heartbeat.Interval: timeouts are checked once a second
 RESERVED_DESCRIPTORS = 1024  # kept free of connections for storage files, pipes, outgoing calls
 
@@ -46,7 +47,7 @@ class ServerLimits:
     max_concurrent_connections: int | None = None  # None: default_max_connections()
     min_body_bytes_per_second: float = 240.0  # 0 disables the minimum request body data rate
     min_body_grace_period: float = 5.0  # seconds before the body data rate is enforced
-    shutdown_timeout: float = 30.0  # seconds in-flight requests get at graceful stop
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT  # seconds in-flight requests get at graceful stop
 
     @property
     def connection_limit(self) -> int:
@@ -69,7 +70,7 @@ class ServerLimits:
                                                 d.min_body_bytes_per_second),
             min_body_grace_period=read.timespan(kestrel("MinRequestBodyDataRate__GracePeriod"),
                                                 d.min_body_grace_period, minimum=HEARTBEAT_SECONDS),
-            shutdown_timeout=read.seconds((SHUTDOWN_TIMEOUT_SETTING,), d.shutdown_timeout),
+            shutdown_timeout=shutdown_timeout(settings),
         )
 
 
@@ -124,12 +125,3 @@ class _Reader:
         if not 0 <= value < float("inf"):
             raise ConfigError(f"must be a number of bytes per second >= 0, got {text!r}", path=f"app setting {name}")
         return value
-
-    def seconds(self, names: tuple[str, ...], default: float) -> float:
-        found = self.find(names)
-        if found is None:
-            return default
-        name, text = found
-        if not text.isdigit():
-            raise ConfigError(f"must be a whole number of seconds, got {text!r}", path=f"app setting {name}")
-        return float(text)

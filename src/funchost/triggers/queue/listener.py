@@ -2,8 +2,9 @@
 
 One listener per queue-triggered function, on the shared `PollLoop` with WebJobs' randomized
 exponential back-off. A non-empty batch is processed concurrently and the next fetch waits only
-until no more than `newBatchThreshold` messages are still in flight. The monitored queue is never
-created by the listener.
+until no more than `newBatchThreshold` messages are still in flight, so at most batchSize +
+newBatchThreshold run at once. A local write to the queue (`notify`) ends the back-off, never the
+threshold wait. The monitored queue is never created by the listener.
 """
 
 from __future__ import annotations
@@ -56,8 +57,7 @@ class QueueListener:
                              on_error=self._on_error)
         self._queue_exists: bool | None = None
         self._processing: set[asyncio.Task[None]] = set()
-        self._threshold_wake = asyncio.Event()
-        self._in_threshold_wait = False
+        self._stopping = asyncio.Event()  # ends the batch-threshold wait: nothing else does
         self._unsubscribe: Callable[[], None] | None = None
         self.fetches = 0
 
@@ -73,18 +73,17 @@ class QueueListener:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        self._threshold_wake.set()
+        self._stopping.set()
         await self.loop.stop()
         while self._processing:
             await asyncio.gather(*list(self._processing), return_exceptions=True)
         await self.processor.stop()
 
     def notify(self) -> None:
-        """A local write to the queue: end the current wait (back-off or batch threshold)."""
-        if self._in_threshold_wait:
-            self._threshold_wake.set()
-        else:
-            self.loop.notify()
+        """A local write to the queue: end the polling back-off. The batch-threshold wait is not
+        ended: WebJobs' QueueListener.Notify completes only the wait of CreateBackoffResult, the
+        wait after a batch is WaitForNewBatchThreshold alone (azure-semantics 1.2)."""
+        self.loop.notify()
 
     @property
     def in_flight(self) -> int:
@@ -125,18 +124,12 @@ class QueueListener:
             log.exception("processing a message from '%s' failed unexpectedly", self.queue)
 
     async def _wait_for_threshold(self) -> None:
-        self._in_threshold_wait = True
-        self._threshold_wake.clear()
-        try:
-            while len(self._processing) > self.options.new_batch_threshold and not self._threshold_wake.is_set():
-                waker = asyncio.ensure_future(self._threshold_wake.wait())
-                try:
-                    await asyncio.wait({waker, *self._processing}, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    waker.cancel()
-        finally:
-            self._in_threshold_wait = False
-            self._threshold_wake.clear()
+        while len(self._processing) > self.options.new_batch_threshold and not self._stopping.is_set():
+            stopping = asyncio.ensure_future(self._stopping.wait())
+            try:
+                await asyncio.wait({stopping, *self._processing}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stopping.cancel()
 
     def _on_error(self, exc: BaseException) -> bool:
         self._queue_exists = None
