@@ -6,9 +6,10 @@ import socket
 import struct
 from pathlib import Path
 
+from tests.support.amqp import serve_amqp
+
 from funchost.amqp.codec.performatives import OpenFrame
 from funchost.amqp.frames import AMQP_HEADER, SASL_HEADER, frame_bytes, parse_frame
-from tests.support.amqp import serve_amqp
 
 
 def connect(port: int) -> socket.socket:

@@ -1,0 +1,113 @@
+"""The unmodified azure-eventhub client against funchost's AMQP endpoint (embedded broker)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+from tests.support.amqp import ServedAmqp, serve_amqp
+
+WAIT = 60
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[ServedAmqp]:
+    with serve_amqp(tmp_path) as served:
+        yield served
+
+
+def producer(served: ServedAmqp, hub: str = "eh1") -> EventHubProducerClient:
+    return EventHubProducerClient.from_connection_string(served.connection_string, eventhub_name=hub)
+
+
+def consume(served: ServedAmqp, count: int, hub: str = "eh1", **kwargs: Any) -> list[Any]:
+    """Receive until `count` events arrived (or fail after WAIT seconds)."""
+    got: list[Any] = []
+    done = threading.Event()
+    client = EventHubConsumerClient.from_connection_string(served.connection_string, consumer_group="$Default",
+                                                           eventhub_name=hub)
+
+    def on_event(context: Any, event: Any) -> None:
+        if event is not None:
+            got.append((context.partition_id, event))
+            if len(got) >= count:
+                done.set()
+
+    thread = threading.Thread(target=lambda: client.receive(on_event=on_event, **kwargs), daemon=True)
+    thread.start()
+    done.wait(WAIT)
+    client.close()
+    thread.join(WAIT)
+    assert len(got) >= count, f"received {len(got)} of {count}"
+    return got
+
+
+def test_hub_and_partition_properties(served: ServedAmqp) -> None:
+    with producer(served) as client:
+        assert client.get_partition_ids() == ["0", "1", "2", "3"]
+        assert client.get_eventhub_properties()["eventhub_name"] == "eh1"
+        batch = client.create_batch(partition_id="2")
+        batch.add(EventData("x"))
+        client.send_batch(batch)
+        properties = client.get_partition_properties("2")
+    assert properties["last_enqueued_sequence_number"] == 0
+    assert properties["is_empty"] is False
+
+
+def test_batches_to_a_partition_and_by_key_then_read_from_earliest(served: ServedAmqp) -> None:
+    with producer(served) as client:
+        batch = client.create_batch(partition_id="1")
+        for i in range(3):
+            batch.add(EventData(f"p{i}", ))
+        client.send_batch(batch)
+        keyed = client.create_batch(partition_key="customer-7")
+        keyed.add(EventData("k0"))
+        keyed.add(EventData("k1"))
+        client.send_batch(keyed)
+        client.send_event(EventData("single", ))
+    got = consume(served, 3, partition_id="1", starting_position="-1")
+    assert [e.body_as_str() for _, e in got[:3]] == ["p0", "p1", "p2"]
+    assert [e.sequence_number for _, e in got[:3]] == [0, 1, 2]
+    assert got[0][1].offset is not None
+    everything = consume(served, 6, starting_position="-1")
+    bodies = sorted(e.body_as_str() for _, e in everything)
+    assert bodies == sorted(["p0", "p1", "p2", "k0", "k1", "single"])
+    partitions = {e.body_as_str(): p for p, e in everything}
+    assert partitions["k0"] == partitions["k1"]
+    assert everything[[e.body_as_str() for _, e in everything].index("k0")][1].partition_key == b"customer-7"
+
+
+def test_starting_at_a_sequence_number_and_properties_round_trip(served: ServedAmqp) -> None:
+    with producer(served) as client:
+        batch = client.create_batch(partition_id="0")
+        for i in range(4):
+            event = EventData(f"e{i}")
+            event.properties = {"n": i}
+            batch.add(event)
+        client.send_batch(batch)
+    got = consume(served, 2, partition_id="0", starting_position=1, track_last_enqueued_event_properties=True)
+    assert [e.body_as_str() for _, e in got[:2]] == ["e2", "e3"]
+    assert got[0][1].properties == {b"n": 2}
+
+
+def test_a_higher_owner_level_takes_the_partition_over(served: ServedAmqp) -> None:
+    from funchost.amqp.eventhubs_consumer import Epochs
+
+    class FakeLink:
+        detached: list[str] = []
+
+        async def detach(self, condition: str, description: str) -> None:
+            self.detached.append(condition)
+
+    epochs = Epochs()
+    low, high, none = FakeLink(), FakeLink(), FakeLink()
+    key = ("eh1", "$default", "0")
+    assert served.run(epochs.claim(key, low, 1)) is None  # type: ignore[arg-type]
+    assert served.run(epochs.claim(key, high, 2)) is None  # type: ignore[arg-type]
+    assert low.detached == ["amqp:link:stolen"]
+    assert served.run(epochs.claim(key, none, None)) is not None  # type: ignore[arg-type]
+    assert served.run(epochs.claim(key, low, 1)) is not None  # type: ignore[arg-type]
