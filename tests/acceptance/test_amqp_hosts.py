@@ -1,0 +1,139 @@
+"""The AMQP endpoint of a real `funchost start`: SDK clients and the app's triggers share the brokers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
+from tests.acceptance.support import CLI, free_port, start_funchost, stop_funchost
+
+from funchost.testing import write_app
+
+pytestmark = pytest.mark.acceptance
+
+WAIT = 60.0
+
+SERVICEBUS_APP = """
+import azure.functions as func
+
+app = func.FunctionApp()
+
+@app.service_bus_queue_trigger(arg_name="msg", connection="SbConnection", queue_name="inbox")
+@app.service_bus_queue_output(arg_name="out", connection="SbConnection", queue_name="outbox")
+def relay(msg: func.ServiceBusMessage, out: func.Out[str]) -> None:
+    out.set(msg.get_body().decode("utf-8").upper() + f"|{msg.delivery_count}|{msg.user_properties.get('k')}")
+"""
+
+EVENTHUBS_APP = """
+import azure.functions as func
+
+app = func.FunctionApp()
+
+@app.event_hub_message_trigger(arg_name="event", connection="EhConnection", event_hub_name="ehin")
+@app.event_hub_output(arg_name="out", connection="EhConnection", event_hub_name="ehout")
+def relay(event: func.EventHubEvent, out: func.Out[str]) -> None:
+    out.set(event.get_body().decode("utf-8").upper())
+"""
+
+
+def emulator(port: int) -> str:
+    return (f"Endpoint=sb://localhost:{port};SharedAccessKeyName=RootManageSharedAccessKey;"
+            "SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;")
+
+
+def test_an_sdk_message_triggers_the_function_and_its_output_reaches_an_sdk_receiver(tmp_path: Path) -> None:
+    amqp = free_port()
+    app = write_app(tmp_path / "app", SERVICEBUS_APP, settings={"SbConnection": emulator(amqp)})
+    host = start_funchost(app, "--no-storage-endpoints", "--amqp-port", str(amqp), data_dir=tmp_path / "data")
+    try:
+        assert host.wait_for_output(f"amqp://127.0.0.1:{amqp}")
+        with ServiceBusClient.from_connection_string(emulator(amqp)) as client:
+            with client.get_queue_sender("inbox") as sender:
+                sender.send_messages(ServiceBusMessage("hello", application_properties={"k": "v"}))
+            with client.get_queue_receiver("outbox", max_wait_time=WAIT) as receiver:
+                (message,) = receiver.receive_messages(max_wait_time=WAIT)
+                assert str(message) == "HELLO|1|v"
+                receiver.complete_message(message)
+    finally:
+        code, output = stop_funchost(host)
+    assert "Executed 'Functions.relay' (Succeeded" in output
+
+
+def test_an_sdk_event_triggers_the_function_and_its_output_reaches_an_sdk_consumer(tmp_path: Path) -> None:
+    amqp = free_port()
+    app = write_app(tmp_path / "app", EVENTHUBS_APP, settings={"EhConnection": emulator(amqp)})
+    host = start_funchost(app, "--no-storage-endpoints", "--amqp-port", str(amqp), data_dir=tmp_path / "data")
+    try:
+        assert host.wait_for_output(f"amqp://127.0.0.1:{amqp}")
+        got: list[str] = []
+        done = threading.Event()
+        consumer = EventHubConsumerClient.from_connection_string(emulator(amqp), consumer_group="$Default",
+                                                                 eventhub_name="ehout")
+
+        def on_event(context: Any, event: Any) -> None:
+            if event is not None:
+                got.append(event.body_as_str())
+                done.set()
+
+        thread = threading.Thread(target=lambda: consumer.receive(on_event=on_event, starting_position="-1"),
+                                  daemon=True)
+        thread.start()
+        with EventHubProducerClient.from_connection_string(emulator(amqp), eventhub_name="ehin") as producer:
+            batch = producer.create_batch()
+            batch.add(EventData("ping"))
+            producer.send_batch(batch)
+        done.wait(WAIT)
+        consumer.close()
+        thread.join(WAIT)
+        assert got == ["PING"]
+    finally:
+        stop_funchost(host)
+
+
+def serve(data: Path, port: int) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", CLI, "amqp", "serve", "--data", str(data), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def read_until(process: subprocess.Popen[str], text: str) -> str:
+    seen = ""
+    deadline = time.monotonic() + WAIT
+    assert process.stdout is not None
+    while time.monotonic() < deadline and text not in seen:
+        line = process.stdout.readline()
+        if not line:
+            break
+        seen += line
+    return seen
+
+
+def test_the_standalone_endpoint_is_shared_by_a_data_folder_and_refused_to_another(tmp_path: Path) -> None:
+    port = free_port()
+    first = serve(tmp_path / "data", port)
+    try:
+        assert "Press Ctrl+C" in read_until(first, "Press Ctrl+C")
+        second = serve(tmp_path / "data", port)
+        try:
+            assert "served by another process of this data folder" in read_until(second, "Press Ctrl+C")
+        finally:
+            second.terminate()
+            second.wait(30)
+        other = serve(tmp_path / "other", port)
+        output, _ = other.communicate(timeout=WAIT)
+        assert other.returncode == 1 and "different data folder" in output
+        with ServiceBusClient.from_connection_string(emulator(port)) as client:
+            with client.get_queue_sender("q") as sender:
+                sender.send_messages(ServiceBusMessage("via the standalone endpoint"))
+            with client.get_queue_receiver("q") as receiver:
+                (message,) = receiver.receive_messages(max_wait_time=WAIT)
+                assert str(message) == "via the standalone endpoint"
+    finally:
+        first.terminate()
+        first.wait(30)
