@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -111,3 +112,70 @@ def test_a_higher_owner_level_takes_the_partition_over(served: ServedAmqp) -> No
     assert low.detached == ["amqp:link:stolen"]
     assert served.run(epochs.claim(key, none, None)) is not None  # type: ignore[arg-type]
     assert served.run(epochs.claim(key, low, 1)) is not None  # type: ignore[arg-type]
+
+
+def test_starting_at_an_enqueued_time(served: ServedAmqp) -> None:
+    import datetime as dt
+
+    with producer(served) as client:
+        batch = client.create_batch(partition_id="3")
+        batch.add(EventData("old"))
+        client.send_batch(batch)
+        time.sleep(0.05)
+        middle = dt.datetime.now(dt.UTC)
+        time.sleep(0.05)
+        batch = client.create_batch(partition_id="3")
+        batch.add(EventData("new"))
+        client.send_batch(batch)
+    got = consume(served, 1, partition_id="3", starting_position=middle)
+    assert [e.body_as_str() for _, e in got] == ["new"]
+
+
+def test_the_blob_checkpoint_store_over_the_storage_endpoints(served: ServedAmqp, tmp_path: Path) -> None:
+    """All partitions with BlobCheckpointStore: ownership and checkpoints in blobs; a second run
+    resumes after the checkpoint."""
+    from azure.eventhub.extensions.checkpointstoreblob import BlobCheckpointStore
+    from azure.storage.blob import BlobServiceClient
+    from tests.support.endpoints import serve_endpoints
+
+    context = serve_endpoints(tmp_path / "blobs")
+    storage = served.run(context.__aenter__())
+    try:
+        BlobServiceClient.from_connection_string(storage.connection_string).create_container("checkpoints")
+        with producer(served) as client:
+            for partition in ("0", "1"):
+                batch = client.create_batch(partition_id=partition)
+                batch.add(EventData(f"first-{partition}"))
+                client.send_batch(batch)
+
+        def run(count: int) -> list[str]:
+            store = BlobCheckpointStore.from_connection_string(storage.connection_string, "checkpoints")
+            got: list[str] = []
+            done = threading.Event()
+            client = EventHubConsumerClient.from_connection_string(
+                served.connection_string, consumer_group="$Default", eventhub_name="eh1", checkpoint_store=store,
+                load_balancing_interval=1)
+
+            def on_event(context: Any, event: Any) -> None:
+                if event is not None:
+                    got.append(event.body_as_str())
+                    context.update_checkpoint(event)
+                    if len(got) >= count:
+                        done.set()
+
+            thread = threading.Thread(target=lambda: client.receive(on_event=on_event, starting_position="-1"),
+                                      daemon=True)
+            thread.start()
+            done.wait(WAIT)
+            client.close()
+            thread.join(WAIT)
+            return got
+
+        assert sorted(run(2)) == ["first-0", "first-1"]
+        with producer(served) as client:
+            batch = client.create_batch(partition_id="0")
+            batch.add(EventData("second-0"))
+            client.send_batch(batch)
+        assert run(1) == ["second-0"]
+    finally:
+        served.run(context.__aexit__(None, None, None))
