@@ -99,9 +99,13 @@ class SbOperations:
         for m in found:
             if delete and m.lock_token:
                 await self.broker.complete(self.path, m.lock_token)
-            entry: dict[str, Any] = {"message": _payload(to_amqp(m, locked=not delete))}
+            message = to_amqp(m, locked=not delete)
+            entry: dict[str, Any] = {}
             if not delete and m.lock_token:
+                # 7.15 reads `lock-token` beside the message; earlier clients the x-opt-lock-token annotation
                 entry["lock-token"] = uuid.UUID(m.lock_token)
+                message = message._replace(delivery_annotations={"x-opt-lock-token": uuid.UUID(m.lock_token)})
+            entry["message"] = _payload(message)
             result.append(entry)
         return {"messages": result}
 
