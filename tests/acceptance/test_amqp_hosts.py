@@ -137,3 +137,90 @@ def test_the_standalone_endpoint_is_shared_by_a_data_folder_and_refused_to_anoth
     finally:
         first.terminate()
         first.wait(30)
+
+
+# The Python worker's Event Hubs end-to-end app (tests/endtoend/eventhub_functions/eventhub_functions_stein,
+# with the current decorator names blob_input / blob_output / event_hub_message_trigger):
+# its functions that build an SDK producer (`metadata_output`) and the trigger they feed.
+WORKER_METADATA_APP = """
+import json
+import os
+import typing
+
+from azure.eventhub import EventData
+from azure.eventhub.aio import EventHubProducerClient
+
+import azure.functions as func
+
+app = func.FunctionApp()
+
+
+@app.function_name(name="get_metadata_triggered")
+@app.route(route="get_metadata_triggered")
+@app.blob_input(arg_name="file", path="python-worker-tests/test-metadata-triggered.txt",
+               connection="AzureWebJobsStorage")
+async def get_metadata_triggered(req: func.HttpRequest, file: func.InputStream) -> str:
+    return func.HttpResponse(body=file.read().decode('utf-8'), status_code=200, mimetype='application/json')
+
+
+@app.function_name(name="metadata_output")
+@app.route(route="metadata_output")
+async def metadata_output(req: func.HttpRequest):
+    event_dict = json.loads(req.get_body().decode('utf-8'))
+    client = EventHubProducerClient.from_connection_string(
+        os.getenv('AzureWebJobsEventHubConnectionString'),
+        eventhub_name='python-worker-ci-eventhub-one-metadata')
+    event_data_batch = await client.create_batch()
+    event_data_batch.add(EventData(event_dict.get('body')))
+    try:
+        await client.send_batch(event_data_batch)
+    finally:
+        await client.close()
+    return 'OK'
+
+
+@app.function_name(name="metadata_trigger")
+@app.event_hub_message_trigger(arg_name="event", event_hub_name="python-worker-ci-eventhub-one-metadata",
+                          connection="AzureWebJobsEventHubConnectionString")
+@app.blob_output(arg_name="$return", path="python-worker-tests/test-metadata-triggered.txt",
+                connection="AzureWebJobsStorage")
+async def metadata_trigger(event: func.EventHubEvent) -> bytes:
+    event_dict: typing.Mapping[str, typing.Any] = {
+        'body': event.get_body().decode('utf-8'),
+        'partition_key': event.partition_key,
+        'sequence_number': event.sequence_number,
+        'offset': event.offset,
+        'metadata': event.metadata
+    }
+    return json.dumps(event_dict)
+"""
+
+
+def test_the_workers_event_hubs_metadata_flow(tmp_path: Path) -> None:
+    """test_eventhub_functions.test_eventhub_trigger_with_metadata: an SDK producer inside a function."""
+    import httpx
+    from tests.acceptance.support import wait_until
+
+    amqp = free_port()
+    app = write_app(tmp_path / "app", WORKER_METADATA_APP,
+                    settings={"AzureWebJobsEventHubConnectionString": emulator(amqp)})
+    host = start_funchost(app, "--no-storage-endpoints", "--amqp-port", str(amqp), data_dir=tmp_path / "data")
+    try:
+        number = str(round(time.time()) % 1000)
+        response = httpx.post(host.base_url + "/api/metadata_output", content=f'{{"body": "{number}"}}',
+                              headers=host.admin_headers, timeout=WAIT)
+        assert response.status_code == 200 and "OK" in response.text
+
+        def triggered() -> bool:
+            r = httpx.get(host.base_url + "/api/get_metadata_triggered", headers=host.admin_headers, timeout=WAIT)
+            return r.status_code == 200 and r.json().get("body") == number
+
+        wait_until(triggered, "the SDK's event to trigger metadata_trigger", WAIT, [host])
+        event = httpx.get(host.base_url + "/api/get_metadata_triggered", headers=host.admin_headers,
+                          timeout=WAIT).json()
+        assert event["partition_key"] is None
+        assert event["sequence_number"] >= 0 and event["offset"] is not None
+        system = event["metadata"]["SystemProperties"]
+        assert system["PartitionKey"] is None and system["SequenceNumber"] >= 0 and system["Offset"] is not None
+    finally:
+        stop_funchost(host)
