@@ -57,17 +57,35 @@ class Connection:
         self.authorized: set[str] = set()  # audience paths (lower case) of accepted tokens
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
+        self._out: list[bytes] = []
+        self._flush_scheduled = False
 
     # -- writing --
 
     def write_raw(self, data: bytes) -> None:
-        if not self.writer.is_closing():
+        """Queue bytes for the socket: the frames of one loop iteration leave in one send (a
+        batch of deliveries is one system call, not one per frame)."""
+        if self.writer.is_closing():
+            return
+        self._out.append(data)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if self._out and not self.writer.is_closing():
+            data = b"".join(self._out)
+            self._out.clear()
             self.writer.write(data)
 
     def write(self, channel: int, performative: Any, kind: int = 0) -> None:
         self.write_raw(frame_bytes(channel, performative, kind))
 
     async def drain(self) -> None:
+        if self.writer.transport.get_write_buffer_size() + sum(map(len, self._out)) < 64 * 1024:
+            return
+        self._flush()
         with contextlib.suppress(ConnectionError):
             await self.writer.drain()
 
@@ -127,7 +145,7 @@ class Connection:
         if ok and mechanism == "PLAIN":
             self.authorized.add("")  # a namespace key authorises every entity
         self.write(0, SASLOutcome(0 if ok else 1, None), SASL_FRAME)
-        await self.drain()
+        self._flush()
         return ok
 
     def _opened(self, fields: list[Any]) -> None:
@@ -149,7 +167,6 @@ class Connection:
         while not self.writer.is_closing():
             await asyncio.sleep(every)
             self.write_raw(HEARTBEAT)
-            await self.drain()
 
     async def _loop(self) -> None:
         while True:
@@ -160,11 +177,10 @@ class Connection:
                 raise FrameError(NOT_ALLOWED, "a SASL frame after the handshake")
             if frame.performative == CLOSE:
                 self.write(0, CloseFrame(None))
-                await self.drain()
+                self._flush()
                 return
             await self._dispatch(frame)
-            if self.writer.transport.get_write_buffer_size() > 64 * 1024:
-                await self.drain()
+            await self.drain()
 
     async def _dispatch(self, frame: Frame) -> None:
         code, fields = frame.performative, frame.fields
@@ -209,9 +225,11 @@ class Connection:
         if not self._closing:
             self._closing = True
             self.write(0, CloseFrame(error(condition, description)))
+            self._flush()
             self.writer.close()
 
     async def _teardown(self) -> None:
+        self._flush()
         for task in list(self._tasks):
             task.cancel()
         for session in list(self.sessions.values()):
