@@ -117,7 +117,7 @@ def eh_batch_send(conn: str, hub: str, count: int) -> tuple[int, int]:
 # -- the same operations on the brokers directly --------------------------------------------------
 
 
-async def direct(data: Path, messages: int, events: int) -> dict[str, float]:
+async def direct(data: Path, messages: int, events: int) -> dict[str, dict[str, float]]:
     from funchost.clock import SystemClock
     from funchost.settings.app_settings import AppSettings
     from funchost.storage.eventhubs import EventToSend
@@ -128,16 +128,19 @@ async def direct(data: Path, messages: int, events: int) -> dict[str, float]:
     try:
         broker = storage.servicebus("sbemulatorns")
         await broker.create_queue("direct")
+        cpu = [time.process_time()]
         started = time.perf_counter_ns()
         for i in range(messages):
             await broker.send("direct", [OutgoingMessage(body=f"message {i:08d} ".encode() + b"x" * 80)])
         send_ns = time.perf_counter_ns() - started
+        cpu.append(time.process_time())
         started, done = time.perf_counter_ns(), 0
         while done < messages:
             for message in await broker.receive("direct", 100):
                 await broker.complete("direct", message.lock_token or "")
                 done += 1
         receive_ns = time.perf_counter_ns() - started
+        cpu.append(time.process_time())
         hubs = storage.eventhubs("localhost")
         await hubs.create_hub("direct", exist_ok=True)
         started, sent = time.perf_counter_ns(), 0
@@ -146,11 +149,17 @@ async def direct(data: Path, messages: int, events: int) -> dict[str, float]:
             await hubs.send("direct", batch)
             sent += len(batch)
         eh_ns = time.perf_counter_ns() - started
+        cpu.append(time.process_time())
     finally:
         await storage.aclose()
-    return {"direct-sb-send-single": messages / (send_ns / 1e9),
-            "direct-sb-receive-complete": messages / (receive_ns / 1e9),
-            "direct-eh-batch-send": events / (eh_ns / 1e9)}
+
+    def figures(count: int, ns: int, index: int) -> dict[str, float]:
+        return {"per_second": round(count / (ns / 1e9), 1),
+                "broker_cpu_us_per_message": round((cpu[index + 1] - cpu[index]) / count * 1e6, 1)}
+
+    return {"direct-sb-send-single": figures(messages, send_ns, 0),
+            "direct-sb-receive-complete": figures(messages, receive_ns, 1),
+            "direct-eh-batch-send": figures(events, eh_ns, 2)}
 
 
 def one_round(index: int, messages: int, events: int, root: Path) -> dict[str, Any]:
@@ -181,8 +190,7 @@ def one_round(index: int, messages: int, events: int, root: Path) -> dict[str, A
         results["eh-batch-send"] = {"per_second": round(events / (sent / 1e9), 1),
                                     "endpoint_cpu_us_per_message": round(cpu / events * 1e6, 1),
                                     "client_batch_building_per_second": round(events / (built / 1e9), 1)}
-        for name, rate in asyncio.run(direct(root / f"direct-{index}", messages, events)).items():
-            results[name] = {"per_second": round(rate, 1)}
+        results.update(asyncio.run(direct(root / f"direct-{index}", messages, events)))
         return results
     finally:
         server.terminate()
@@ -211,10 +219,10 @@ def main() -> None:
                                                       "azure-eventhub": azure.eventhub.__version__},
               "parameters": vars(args), "rounds": runs, "medians": summary}
     Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"{'scenario':28} {'per second':>12} {'endpoint CPU/msg':>18}")
+    print(f"{'scenario':28} {'per second':>12} {'CPU/msg (endpoint or broker)':>30}")
     for name, values in summary.items():
-        cpu = values.get("endpoint_cpu_us_per_message")
-        print(f"{name:28} {values['per_second']:>12,.0f} {(f'{cpu:,.0f} µs' if cpu is not None else '-'):>18}")
+        cpu = values.get("endpoint_cpu_us_per_message", values.get("broker_cpu_us_per_message", 0.0))
+        print(f"{name:28} {values['per_second']:>12,.0f} {cpu:>27,.0f} µs")
 
 
 if __name__ == "__main__":
