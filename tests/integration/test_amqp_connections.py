@@ -95,3 +95,19 @@ def test_the_connection_cap_refuses_extra_connections(tmp_path: Path) -> None:
         second.sendall(AMQP_HEADER)
         assert read_all(second) == b""
         first.close()
+
+
+def test_heartbeats_at_half_the_clients_idle_timeout(tmp_path: Path) -> None:
+    with serve_amqp(tmp_path) as served:
+        sock = connect(served.port)
+        sock.sendall(AMQP_HEADER + frame_bytes(0, OpenFrame("t", None, 65536, 10, 1000, None, None, None, None,
+                                                               None)))
+        sock.settimeout(30)
+        data = b""
+        while data.count(b"\x00\x00\x00\x08\x02\x00\x00\x00") < 2:  # two empty frames: the endpoint is alive
+            chunk = sock.recv(4096)
+            assert chunk, "the endpoint closed the connection"
+            data += chunk
+        opens = [f for f in frames_after_header(data) if f.performative == 0x10]
+        assert len(opens) == 1 and len(opens[0].fields) == 10
+        sock.close()

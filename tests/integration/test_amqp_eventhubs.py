@@ -179,3 +179,46 @@ def test_the_blob_checkpoint_store_over_the_storage_endpoints(served: ServedAmqp
         assert run(1) == ["second-0"]
     finally:
         served.run(context.__aexit__(None, None, None))
+
+
+def test_a_consumer_with_a_higher_owner_level_takes_the_partition(served: ServedAmqp) -> None:
+    def start(level: int, seen: list[str], errors: list[BaseException]) -> tuple[Any, threading.Thread]:
+        client = EventHubConsumerClient.from_connection_string(served.connection_string, consumer_group="$Default",
+                                                               eventhub_name="eh1")
+        thread = threading.Thread(target=lambda: client.receive(
+            on_event=lambda _, e: e is not None and seen.append(e.body_as_str()),
+            on_error=lambda _, err: errors.append(err), partition_id="0", owner_level=level,
+            starting_position="-1"), daemon=True)
+        thread.start()
+        return client, thread
+
+    def send(body: str) -> None:
+        with producer(served) as client:
+            batch = client.create_batch(partition_id="0")
+            batch.add(EventData(body))
+            client.send_batch(batch)
+
+    def until(check: Any) -> bool:
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline and not check():
+            time.sleep(0.1)
+        return bool(check())
+
+    first_seen: list[str] = []
+    first_errors: list[BaseException] = []
+    second_seen: list[str] = []
+    send("a")
+    first, first_thread = start(1, first_seen, first_errors)
+    try:
+        assert until(lambda: first_seen == ["a"])
+        second, second_thread = start(2, second_seen, [])
+        try:
+            assert until(lambda: second_seen == ["a"])
+            assert until(lambda: first_errors), "the lower owner level was not disconnected"
+            assert "stolen" in str(first_errors[0]).lower() or "owner" in str(first_errors[0]).lower()
+        finally:
+            second.close()
+            second_thread.join(WAIT)
+    finally:
+        first.close()
+        first_thread.join(WAIT)

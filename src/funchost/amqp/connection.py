@@ -115,6 +115,9 @@ class Connection:
             self.close_with(exc.condition, exc.description)
         except (asyncio.IncompleteReadError, ConnectionError, TimeoutError):
             pass
+        except Exception:
+            log.exception("AMQP connection %s failed", self.container_id or "(opening)")
+            self.close_with("amqp:internal-error", "the endpoint failed; see its log")
         finally:
             await self._teardown()
 
