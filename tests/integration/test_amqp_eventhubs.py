@@ -222,3 +222,12 @@ def test_a_consumer_with_a_higher_owner_level_takes_the_partition(served: Served
     finally:
         first.close()
         first_thread.join(WAIT)
+
+
+def test_a_wrong_key_is_an_authentication_error(served: ServedAmqp) -> None:
+    from azure.eventhub.exceptions import AuthenticationError
+
+    wrong = served.connection_string.replace("SAS_KEY_VALUE", "not-the-key")
+    with EventHubProducerClient.from_connection_string(wrong, eventhub_name="eh1", retry_total=0) as client:
+        with pytest.raises(AuthenticationError):
+            client.get_partition_ids()

@@ -94,6 +94,8 @@ class AmqpEndpoint:
         self._connections.add(task)
         try:
             await Connection(reader, writer, self.router, {"funchost-data": self.identity}).run()
+        except asyncio.CancelledError:
+            pass  # the endpoint stops (asyncio's stream callback would log a cancelled handler as an error)
         finally:
             self._connections.discard(task)
 
