@@ -197,3 +197,35 @@ def test_a_wrong_key_is_an_authentication_error(served: ServedAmqp) -> None:
         with pytest.raises(ServiceBusAuthenticationError):
             with client.get_queue_sender("q") as sender:
                 sender.send_messages(ServiceBusMessage("x"))
+
+
+def test_the_async_client(served: ServedAmqp) -> None:
+    import asyncio
+
+    from azure.servicebus.aio import ServiceBusClient as AsyncClient
+
+    async def run() -> list[str]:
+        async with AsyncClient.from_connection_string(served.connection_string) as client:
+            async with client.get_queue_sender("aq") as sender:
+                await sender.send_messages([ServiceBusMessage("x"), ServiceBusMessage("y")])
+            async with client.get_queue_receiver("aq", prefetch_count=10) as receiver:
+                got: list = []
+                while len(got) < 2:
+                    got.extend(await receiver.receive_messages(max_message_count=2, max_wait_time=WAIT))
+                for message in got:
+                    await receiver.complete_message(message)
+                return [str(m) for m in got]
+
+    assert asyncio.run(run()) == ["x", "y"]
+
+
+def test_prefetched_messages_are_released_when_the_receiver_closes(client: ServiceBusClient) -> None:
+    """azure-servicebus 7.15 releases what it prefetched but did not hand out: those messages are
+    available again at once, not after their lock expires."""
+    with client.get_queue_sender("pre") as sender:
+        sender.send_messages([ServiceBusMessage(f"m{i}") for i in range(5)])
+    with client.get_queue_receiver("pre", prefetch_count=10) as receiver:
+        (first, *_) = receiver.receive_messages(max_message_count=1, max_wait_time=WAIT)
+        receiver.complete_message(first)
+    rest = receive(client, "pre", 4)
+    assert sorted(str(m) for m in rest) == ["m1", "m2", "m3", "m4"]
