@@ -15,7 +15,7 @@ from funchost.amqp.codec.message import Message
 from funchost.amqp.links import Link
 from funchost.amqp.requests import RequestNode, status
 from funchost.amqp.sas import Grant, TokenRejected, check_token
-from funchost.amqp.values import keyed, text
+from funchost.amqp.values import address_path, keyed, text
 
 
 def cbs_node(keys: dict[str, str]) -> RequestNode:
@@ -27,8 +27,8 @@ def cbs_node(keys: dict[str, str]) -> RequestNode:
             grant = authorize(link, text(request.value) or "", keys)
         except TokenRejected as exc:
             return status(exc.status, exc.description, condition="amqp:unauthorized-access"), None
-        audience = (text(application.get("name")) or "").lower()
-        if audience and grant.path not in audience:
+        audience = address_path(application.get("name")).lower()
+        if audience and audience != grant.path:
             return status(401, "the token's resource is not the audience it is put for",
                           condition="amqp:unauthorized-access"), None
         return status(202, "Accepted"), None

@@ -48,7 +48,7 @@ class Connection:
                  identity: dict[str, str]) -> None:
         self.reader = reader
         self.writer = writer
-        self.router = router.for_connection(self)
+        self.router = router
         self.identity = identity
         self.peer_max_frame_size = MIN_MAX_FRAME_SIZE
         self.container_id = ""

@@ -13,6 +13,7 @@ import struct
 from typing import Any, NamedTuple
 
 from funchost.amqp.codec import decode, encode
+from funchost.amqp.codec.performatives import TransferFrame
 
 AMQP_HEADER = b"AMQP\x00\x01\x00\x00"
 SASL_HEADER = b"AMQP\x03\x01\x00\x00"
@@ -92,8 +93,6 @@ def frame_bytes(channel: int, performative: Any, kind: int = AMQP_FRAME) -> byte
 
 def transfer_frames(channel: int, fields: list[Any], payload: bytes, max_frame_size: int) -> list[bytes]:
     """A delivery as one or more transfer frames no larger than the peer's maximum."""
-    from funchost.amqp.codec.performatives import TransferFrame
-
     first = frame_bytes(channel, TransferFrame._make([*fields, b""]))
     room = max(max_frame_size - len(first) - 8, 64)
     if len(payload) <= room:

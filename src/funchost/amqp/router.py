@@ -25,7 +25,6 @@ from funchost.storage.servicebus import ServiceBusError, SessionLock, split_dead
 from funchost.triggers.servicebus.listener import signal_topic
 
 if TYPE_CHECKING:
-    from funchost.amqp.connection import Connection
     from funchost.amqp.eventhubs_links import EventHubsNodes
 
 SESSION_FILTER = "com.microsoft:session-filter"
@@ -42,9 +41,6 @@ class Router:
         self.eventhubs = eventhubs
         self.container_id = container_id
         self._cbs = cbs_node(self.keys)
-
-    def for_connection(self, connection: Connection) -> Router:
-        return self
 
     def check_plain(self, response: Any) -> bool:
         """SASL PLAIN: `\\0<key name>\\0<key>`."""

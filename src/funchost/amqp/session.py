@@ -11,6 +11,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from funchost.amqp.codec import encode
+from funchost.amqp.codec.endpoints import Source, Target
 from funchost.amqp.codec.message import Message
 from funchost.amqp.codec.performatives import (
     AttachFrame,
@@ -87,8 +88,6 @@ class Session:
 
     def write_attach(self, link: Link, source: Any, target: Any, properties: Any = None,
                      max_message_size: int = MAX_MESSAGE_SIZE) -> None:
-        from funchost.amqp.codec.endpoints import Source, Target
-
         src = Source(*(source + [None] * 11)[:11]) if source is not None else None
         tgt = Target(*(target + [None] * 7)[:7]) if target is not None else None
         if src is not None and src.filters:
