@@ -231,3 +231,35 @@ def test_a_wrong_key_is_an_authentication_error(served: ServedAmqp) -> None:
     with EventHubProducerClient.from_connection_string(wrong, eventhub_name="eh1", retry_total=0) as client:
         with pytest.raises(AuthenticationError):
             client.get_partition_ids()
+
+
+def test_starting_after_an_offset_and_last_enqueued_properties(served: ServedAmqp) -> None:
+    with producer(served) as client:
+        batch = client.create_batch(partition_id="1")
+        for i in range(3):
+            batch.add(EventData(f"o{i}"))
+        client.send_batch(batch)
+    first = consume(served, 3, partition_id="1", starting_position="-1")
+    offset = first[0][1].offset
+    seen: list[tuple[str, Any]] = []
+    done = threading.Event()
+    client = EventHubConsumerClient.from_connection_string(served.connection_string, consumer_group="$Default",
+                                                           eventhub_name="eh1")
+
+    def on_event(context: Any, event: Any) -> None:
+        if event is not None:
+            seen.append((event.body_as_str(), context.last_enqueued_event_properties))
+            if len(seen) >= 2:
+                done.set()
+
+    thread = threading.Thread(target=lambda: client.receive(
+        on_event=on_event, partition_id="1", starting_position=offset, track_last_enqueued_event_properties=True),
+        daemon=True)
+    thread.start()
+    done.wait(WAIT)
+    client.close()
+    thread.join(WAIT)
+    assert [body for body, _ in seen] == ["o1", "o2"]
+    last = seen[-1][1]
+    assert last["sequence_number"] == 2 and last["offset"] == first[2][1].offset
+    assert last["enqueued_time"] is not None and last["retrieval_time"] is not None
