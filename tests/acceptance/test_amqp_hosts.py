@@ -224,3 +224,98 @@ def test_the_workers_event_hubs_metadata_flow(tmp_path: Path) -> None:
         assert system["PartitionKey"] is None and system["SequenceNumber"] >= 0 and system["Offset"] is not None
     finally:
         stop_funchost(host)
+
+
+# The worker's eventhub_batch_functions app: `metadata_output_batch` (a sync SDK producer) feeding
+# `metadata_multiple` (cardinality many), as upstream but with the current decorator names.
+WORKER_METADATA_BATCH_APP = """
+import json
+import os
+import typing
+import azure.functions as func
+from azure.eventhub import EventHubProducerClient, EventData
+
+app = func.FunctionApp()
+
+
+@app.function_name(name="get_metadata_batch_triggered")
+@app.route(route="get_metadata_batch_triggered")
+@app.blob_input(arg_name="file", path="python-worker-tests/test-metadata-batch-triggered.txt",
+                connection="AzureWebJobsStorage")
+def get_metadata_batch_triggered(req: func.HttpRequest, file: func.InputStream) -> str:
+    return func.HttpResponse(body=file.read().decode('utf-8'), status_code=200, mimetype='application/json')
+
+
+@app.function_name(name="metadata_multiple")
+@app.event_hub_message_trigger(arg_name="events", event_hub_name="python-worker-ci-eventhub-batch-metadata",
+                               connection="AzureWebJobsEventHubConnectionString", data_type="binary",
+                               cardinality="many")
+@app.blob_output(arg_name="$return", path="python-worker-tests/test-metadata-batch-triggered.txt",
+                 connection="AzureWebJobsStorage")
+def metadata_multiple(events: typing.List[func.EventHubEvent]) -> bytes:
+    event_list = []
+    for event in events:
+        event_dict: typing.Mapping[str, typing.Any] = {
+            'body': event.get_body().decode('utf-8'),
+            'enqueued_time': event.enqueued_time.isoformat(),
+            'partition_key': event.partition_key,
+            'sequence_number': event.sequence_number,
+            'offset': event.offset,
+            'metadata': event.metadata
+        }
+        event_list.append(event_dict)
+    return json.dumps(event_list)
+
+
+@app.function_name(name="metadata_output_batch")
+@app.route(route="metadata_output_batch")
+def main(req: func.HttpRequest):
+    count = int(req.params.get('count', '1'))
+    event_dict = json.loads(req.get_body().decode('utf-8'))
+    client = EventHubProducerClient.from_connection_string(
+        os.getenv('AzureWebJobsEventHubConnectionString'),
+        eventhub_name='python-worker-ci-eventhub-batch-metadata')
+    event_data_batch = client.create_batch()
+    random_number = int(event_dict.get('body', '0'))
+    for i in range(count):
+        event_data_batch.add(EventData(str(random_number + i)))
+    with client:
+        client.send_batch(event_data_batch)
+    return 'OK'
+"""
+
+
+def test_the_workers_event_hubs_batch_metadata_flow(tmp_path: Path) -> None:
+    """test_eventhub_batch_functions.test_eventhub_multiple_with_metadata."""
+    from datetime import UTC, datetime
+
+    import httpx
+    from tests.acceptance.support import wait_until
+
+    amqp = free_port()
+    app = write_app(tmp_path / "app", WORKER_METADATA_BATCH_APP,
+                    settings={"AzureWebJobsEventHubConnectionString": emulator(amqp)})
+    host = start_funchost(app, "--no-storage-endpoints", "--amqp-port", str(amqp), data_dir=tmp_path / "data")
+    try:
+        start = datetime.now(UTC)
+        number = str(round(time.time()) % 1000)
+        response = httpx.post(host.base_url + "/api/metadata_output_batch?count=10", content=f'{{"body": "{number}"}}',
+                              headers=host.admin_headers, timeout=WAIT)
+        assert response.status_code == 200 and "OK" in response.text
+        end = datetime.now(UTC)
+
+        def triggered() -> bool:
+            r = httpx.get(host.base_url + "/api/get_metadata_batch_triggered", headers=host.admin_headers,
+                          timeout=WAIT)
+            return r.status_code == 200 and len(r.json()) > 1
+
+        wait_until(triggered, "the SDK's batch to trigger metadata_multiple", WAIT, [host])
+        events = httpx.get(host.base_url + "/api/get_metadata_batch_triggered", headers=host.admin_headers,
+                           timeout=WAIT).json()
+        for index, event in enumerate(events):
+            assert start < datetime.fromisoformat(event["enqueued_time"]).replace(tzinfo=UTC) < end
+            assert event["partition_key"] is None and event["sequence_number"] >= 0 and event["offset"] is not None
+            system = event["metadata"]["SystemPropertiesArray"][index]
+            assert system["PartitionKey"] is None and system["SequenceNumber"] >= 0 and system["Offset"] is not None
+    finally:
+        stop_funchost(host)
