@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.support.amqp import serve_amqp
 
-from funchost.amqp.codec.performatives import OpenFrame
+from funchost.amqp.codec.performatives import BeginFrame, OpenFrame
 from funchost.amqp.frames import AMQP_HEADER, SASL_HEADER, frame_bytes, parse_frame
 
 
@@ -111,3 +111,43 @@ def test_heartbeats_at_half_the_clients_idle_timeout(tmp_path: Path) -> None:
         opens = [f for f in frames_after_header(data) if f.performative == 0x10]
         assert len(opens) == 1 and len(opens[0].fields) == 10
         sock.close()
+
+
+def test_performatives_with_arbitrary_fields_never_stop_the_endpoint(tmp_path: Path) -> None:
+    """Well-framed performatives whose fields are anything: each connection is answered or closed
+    with an AMQP error, and the endpoint keeps serving."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from funchost.amqp.codec.encode import encode_value
+    from funchost.amqp.codec.types import TYPE, VALUE, AMQPTypes
+
+    simple = st.one_of(st.none(), st.booleans(), st.integers(-(2 ** 31), 2 ** 31 - 1), st.binary(max_size=20),
+                       st.text(max_size=20))
+    fields = st.lists(st.one_of(simple, st.lists(simple, max_size=4), st.dictionaries(st.text(max_size=8), simple,
+                                                                                         max_size=3)), max_size=14)
+    begin = frame_bytes(1, BeginFrame(None, 0, 100, 100, 10, None, None, None))
+
+    with serve_amqp(tmp_path) as served:
+        @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(st.integers(0x10, 0x18), fields)
+        def one(code: int, values: list) -> None:
+            body = bytearray()
+            encode_value(body, {TYPE: AMQPTypes.described, VALUE: ({TYPE: AMQPTypes.ulong, VALUE: code},
+                                                                    {TYPE: AMQPTypes.list, VALUE: values})})
+            frame = struct.pack(">IBBH", 8 + len(body), 2, 0, 1) + bytes(body)
+            sock = opened(served.port)
+            sock.sendall(begin + frame + frame)
+            sock.settimeout(0.3)
+            try:
+                while sock.recv(65536):
+                    pass
+            except (TimeoutError, ConnectionResetError):
+                pass
+            sock.close()
+
+        one()
+        again = opened(served.port)
+        again.settimeout(10)
+        assert again.recv(8) == AMQP_HEADER
+        again.close()
