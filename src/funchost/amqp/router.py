@@ -66,7 +66,7 @@ class Router:
         if self.eventhubs is not None and await self.eventhubs.claims(link):
             found: LinkHandler | Refusal = await self.eventhubs.resolve(link, authorized)
             return found
-        if not covers(authorized, node.removesuffix("/$management")):
+        if not covers(authorized, node):
             return ("amqp:unauthorized-access", f"no token authorises '{node}': put one on $cbs first")
         try:
             return await self._servicebus(link, node)

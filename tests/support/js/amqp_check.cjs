@@ -41,6 +41,54 @@ async function serviceBus() {
   return result;
 }
 
+async function serviceBusMore() {
+  const client = new ServiceBusClient(connection);
+  const sender = client.createSender("jsmore");
+  const later = new Date(Date.now() + 3600 * 1000);
+  const [kept] = await sender.scheduleMessages([{ body: "scheduled" }], later);
+  const [dropped] = await sender.scheduleMessages([{ body: "cancelled" }], later);
+  await sender.cancelScheduledMessages([dropped]);
+  await sender.sendMessages([{ body: "d" }, { body: "r" }]);
+  const receiver = client.createReceiver("jsmore");
+  const [d] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 10000 });
+  const renewed = await receiver.renewMessageLock(d);
+  await receiver.deferMessage(d);
+  const [deferred] = await receiver.receiveDeferredMessages([d.sequenceNumber]);
+  await receiver.completeMessage(deferred);
+  await receiver.close();
+  const deleting = client.createReceiver("jsmore", { receiveMode: "receiveAndDelete" });
+  const [r] = await deleting.receiveMessages(1, { maxWaitTimeInMs: 10000 });
+  await deleting.close();
+  const peek = client.createReceiver("jsmore");
+  const peeked = (await peek.peekMessages(10)).map((m) => m.body);
+  await peek.close();
+
+  const sessions = client.createSender("jssessions");
+  await sessions.sendMessages([{ body: "s1", sessionId: "alpha" }]);
+  const session = await client.acceptNextSession("jssessions", { maxAutoLockRenewalDurationInMs: 0 });
+  await session.setSessionState("state-1");
+  const state = String(await session.getSessionState());
+  await session.renewSessionLock();
+  const [s1] = await session.receiveMessages(1, { maxWaitTimeInMs: 10000 });
+  await session.completeMessage(s1);
+  await session.close();
+
+  const topic = client.createSender("jstopic");
+  await topic.sendMessages({ body: "fan" });
+  const subscription = client.createReceiver("jstopic", "jssub");
+  const [fan] = await subscription.receiveMessages(1, { maxWaitTimeInMs: 10000 });
+  await subscription.completeMessage(fan);
+  await subscription.close();
+  await topic.close();
+  await sessions.close();
+  await sender.close();
+  await client.close();
+  return {
+    scheduledKept: Number(kept) > 0, renewed: renewed instanceof Date, deferred: deferred.body, deleted: r.body,
+    peeked, session: [session.sessionId, s1.body, state], fan: fan.body,
+  };
+}
+
 async function eventHubs() {
   const producer = new EventHubProducerClient(connection, "jshub");
   const ids = await producer.getPartitionIds();
@@ -72,7 +120,7 @@ async function eventHubs() {
 }
 
 (async () => {
-  const result = { serviceBus: await serviceBus(), eventHubs: await eventHubs() };
+  const result = { serviceBus: await serviceBus(), serviceBusMore: await serviceBusMore(), eventHubs: await eventHubs() };
   process.stdout.write(JSON.stringify(result));
   process.exit(0);
 })().catch((err) => {
