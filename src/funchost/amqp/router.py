@@ -19,9 +19,10 @@ from funchost.amqp.sas import covers
 from funchost.amqp.sb_links import SbReceiver, SbSender, condition_of, locked_until_ticks
 from funchost.amqp.sb_management import management_node
 from funchost.amqp.values import long, text
+from funchost.errors import StorageError
 from funchost.runtime.signals import Signals
 from funchost.servicebus.namespaces import ServiceBusNamespace
-from funchost.storage.servicebus import ServiceBusError, SessionLock, split_dead_letter
+from funchost.storage.servicebus import SessionLock, split_dead_letter
 from funchost.triggers.servicebus.listener import signal_topic
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ class Router:
             return ("amqp:unauthorized-access", f"no token authorises '{node}': put one on $cbs first")
         try:
             return await self._servicebus(link, node)
-        except ServiceBusError as exc:
+        except StorageError as exc:
             return (condition_of(exc), str(exc))
 
     async def _servicebus(self, link: Link, node: str) -> LinkHandler | Refusal:

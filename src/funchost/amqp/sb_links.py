@@ -20,8 +20,9 @@ from funchost.amqp.codec.outcomes import Accepted, Modified, Rejected, Released
 from funchost.amqp.links import Delivery, Link
 from funchost.amqp.sb_messages import lock_tag, to_amqp, to_outgoing, unpack
 from funchost.amqp.values import error, keyed, text
+from funchost.errors import StorageError
 from funchost.servicebus.namespaces import ServiceBusNamespace
-from funchost.storage.servicebus import ServiceBusError, SessionLock, split_dead_letter
+from funchost.storage.servicebus import SessionLock, split_dead_letter
 
 log = logging.getLogger("funchost.amqp")
 
@@ -61,7 +62,7 @@ class SbSender:
             return Rejected(error("amqp:decode-error", "the message is not a valid AMQP message"))
         try:
             await self.namespace.broker.send(self.entity, messages)
-        except ServiceBusError as exc:
+        except StorageError as exc:
             return Rejected(error(condition_of(exc), str(exc)))
         self.notify(self.entity)
         return Accepted()
@@ -108,7 +109,7 @@ class SbReceiver:
             self._wake.clear()
             try:
                 messages = await self._take(link, min(link.credit, RECEIVE_BATCH))
-            except ServiceBusError as exc:
+            except StorageError as exc:
                 await link.detach(condition_of(exc), str(exc))
                 return
             for message in messages:
@@ -145,7 +146,7 @@ class SbReceiver:
         outcome, values = next(iter(state.items()))
         try:
             return await self._settle(str(outcome), values or [], item)
-        except ServiceBusError as exc:
+        except StorageError as exc:
             return Rejected(error(condition_of(exc), str(exc)))
 
     async def _settle(self, outcome: str, values: list[Any], token: str) -> Any:
@@ -176,7 +177,7 @@ class SbReceiver:
         if self.session is not None:
             try:
                 await self.broker.release_session(self.session)
-            except ServiceBusError:
+            except StorageError:
                 pass
 
 

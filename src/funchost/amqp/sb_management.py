@@ -20,8 +20,9 @@ from funchost.amqp.requests import RequestNode, status
 from funchost.amqp.sb_links import SbReceiver, condition_of
 from funchost.amqp.sb_messages import to_amqp, to_outgoing, token_text
 from funchost.amqp.values import array, keyed, text, timestamp
+from funchost.errors import StorageError
 from funchost.servicebus.namespaces import ServiceBusNamespace
-from funchost.storage.servicebus import ServiceBusError, SessionLock
+from funchost.storage.servicebus import SessionLock
 
 PREFIX = "com.microsoft:"
 
@@ -43,7 +44,7 @@ def management_node(namespace: ServiceBusNamespace, path: str) -> RequestNode:
             return status(501, f"operation '{operation}' is not supported", condition="amqp:not-implemented"), None
         try:
             result = await handler(link, keyed(request.value))
-        except ServiceBusError as exc:
+        except StorageError as exc:
             return status(exc.status, str(exc), condition=condition_of(exc)), None
         except Failure as exc:
             return status(exc.code, str(exc), condition=exc.condition), None
