@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from funchost.amqp.codec.message import Message, Properties
 from funchost.amqp.links import Delivery, Link
 from funchost.amqp.values import long, simple, text, timestamp
+from funchost.errors import StorageError
 from funchost.storage.eventhubs import EventPosition, ReceivedEvent
 
 if TYPE_CHECKING:
@@ -122,9 +123,13 @@ class EhConsumer:
             if link.closed:
                 return
             self._wake.clear()
-            events = await self.nodes.broker.read(self.hub, self.partition, self.position,
-                                                  min(link.credit, READ_BATCH), consumer_group=self.group)
-            annotations = await self._runtime_info() if events and self.metric else None
+            try:
+                events = await self.nodes.broker.read(self.hub, self.partition, self.position,
+                                                      min(link.credit, READ_BATCH), consumer_group=self.group)
+                annotations = await self._runtime_info() if events and self.metric else None
+            except StorageError as exc:
+                await link.detach("amqp:internal-error", str(exc))
+                return
             for event in events:
                 await link.send(_message(event, annotations), event.sequence_number.to_bytes(8, "big"),
                                 settled=True)
