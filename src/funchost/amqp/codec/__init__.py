@@ -11,5 +11,6 @@ Why vendored: the clients decode performatives by position, and this encoder wri
 of a performative (explicit nulls), which is what those decoders need; the decoder is the copy
 hardened against hostile input (nesting depth and compound count caps). Changes: the
 ``typing_extensions`` imports replaced by ``typing`` (``Buffer`` is ``bytes``), a ``mypy:
-ignore-errors`` line on top of each file. Nothing else is edited.
+ignore-errors`` line on top of each file, and ``error.py`` trimmed to the error performative
+(the exception classes and retry policies are the client's business). Nothing else is edited.
 """
