@@ -8,3 +8,5 @@ pytest_plugins = ["tests.support.azurite_fixtures", "tests.support.postgres_fixt
 # hosts on different data folders at once, so they are off unless a test asks for them
 # (`--storage-ports 0,0,0` or the setting in the app).
 os.environ.setdefault("FUNCHOST_STORAGE_ENDPOINTS", "off")
+# Likewise the AMQP endpoint (5672): tests that use it pass `--amqp-port` with a free port.
+os.environ.setdefault("FUNCHOST_AMQP_ENDPOINT", "off")

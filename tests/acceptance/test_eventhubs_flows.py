@@ -3,8 +3,8 @@
 emulator's connection string: HTTP -> eventHub output -> eventHubTrigger -> blob output -> HTTP.
 
 The worker's apps also have functions that build SDK producer clients (`metadata_output`,
-`metadata_output_batch`): those need the AMQP endpoint, which the embedded broker does not serve,
-and are not driven here; `NEEDS_AMQP` names them, and the host warns once at start.
+`metadata_output_batch`): those need the AMQP endpoint, which the tests turn off, and are not driven
+here (`test_amqp_hosts.py` drives them over it); `NEEDS_AMQP` names them, and the host warns once at start.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "funchost.cli.eventhubs",
     "funchost.cli.docs",
     "funchost.cli.storage",
+    "funchost.cli.amqp",
     "funchost.cli.durable",
 )
 

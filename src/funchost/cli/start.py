@@ -12,6 +12,7 @@ from pathlib import Path
 
 from funchost import __version__, logs
 from funchost.cli import supervisor
+from funchost.cli.amqp import add_amqp_arguments, amqp_arguments, amqp_settings
 from funchost.cli.storage import add_endpoint_arguments, endpoint_arguments, endpoint_settings
 from funchost.dashboard.service import DashboardService
 from funchost.errors import FunchostError
@@ -34,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--output", choices=("text", "json"), default="text",
                         help="console output: text as Core Tools prints it, or NDJSON events")
     add_endpoint_arguments(parser)
+    add_amqp_arguments(parser)
     parser.add_argument("--no-dashboard", action="store_true",
                         help="do not serve the dashboard at /_funchost/ nor record the invocation history")
     parser.add_argument("--reload", action="store_true",
@@ -62,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     config = HostConfig(app_dir=Path(args.app_dir), data_dir=Path(args.data) if args.data else None,
                         storage=args.storage, port=args.port, bind=args.bind,
                         settings_override={**endpoint_settings(args, Path(args.app_dir)),
+                                           **amqp_settings(args, Path(args.app_dir)),
                                            **({"FUNCHOST_DASHBOARD": "false"} if args.no_dashboard else {})},
                         listen_fd=supervisor.inherited_listen_fd())
     if args.debug is not None or args.debug_wait:  # docs/dev-loop.md
@@ -105,7 +108,7 @@ def _supervise(args: argparse.Namespace, count: int) -> int:
     argv = [str(args.app_dir), "--bind", args.bind, "--storage", args.storage, "--output", args.output]
     if args.data:
         argv += ["--data", str(args.data)]
-    argv += endpoint_arguments(args)
+    argv += endpoint_arguments(args) + amqp_arguments(args)
     if args.no_dashboard:
         argv += ["--no-dashboard"]
     try:

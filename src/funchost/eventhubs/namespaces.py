@@ -60,6 +60,11 @@ MISSING = ("EventHub account connection string with name '{setting}' does not ex
            "Make sure that it is a defined App Setting.")
 
 
+def _amqp_served(settings: Mapping[str, str]) -> bool:
+    value = (settings.get("FUNCHOST_AMQP_ENDPOINT") or "").strip().lower()
+    return value not in ("", "off", "false", "no", "none")
+
+
 def hub_topic(hub: str) -> tuple[str, str]:
     """Signals topic published after a send to an embedded hub by this process."""
     return ("eventhub", hub.lower())
@@ -106,10 +111,12 @@ class EventHubsService:
             why = ("is not defined" if connection.absent else "names the Event Hubs emulator")
             log.info("Event Hubs connection '%s' %s: its functions use funchost's embedded Event Hubs broker.",
                      connection.setting_name, why)
-            if "azure.eventhub" in sys.modules and "azure.eventhub" not in self._announced:
+            if "azure.eventhub" in sys.modules and "azure.eventhub" not in self._announced and not \
+                    _amqp_served(self.runtime.settings):
                 self._announced.add("azure.eventhub")  # the app imported the SDK: its clients cannot reach us
                 log.warning("The app imports azure-eventhub: its own clients (EventHubProducerClient, ...) need an "
-                            "AMQP endpoint, which the embedded Event Hubs broker does not serve. Bindings work.")
+                            "AMQP endpoint, and funchost's is off (--no-amqp or FUNCHOST_AMQP_ENDPOINT=off). "
+                            "Bindings work.")
         return connection
 
     def target(self, connection_name: str | None, hub: str | None) -> HubTarget:

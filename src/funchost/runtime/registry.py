@@ -52,6 +52,7 @@ BINDING_MODULES: dict[str, str] = {
 HOST_SERVICE_MODULES: tuple[str, ...] = (
     "funchost.eventgrid.service",
     "funchost.storage_endpoints.service",
+    "funchost.amqp.service",
     "funchost.durable.service",
     "funchost.dashboard.service",
     "funchost.telemetry.service",
