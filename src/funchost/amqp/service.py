@@ -31,7 +31,7 @@ def build_endpoint(storage: HostStorage, app_dir: Path, settings: AppSettings, s
     namespace = embedded_namespace(storage, app_dir, settings)
     eventhubs = EventHubsNodes(storage, app_dir, settings, signals)
     router = Router(namespace, signals, EMULATOR_KEYS, eventhubs)
-    return AmqpEndpoint(router, data_identity(data_dir / "storage"), amqp)
+    return AmqpEndpoint(router, data_identity(storage.secrets()), amqp)
 
 
 class AmqpService:
