@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.acceptance.support import start_funchost
+from tests.acceptance.support import start_funchost, stop_funchost
 
 from funchost.testing import write_app
 
@@ -88,3 +88,25 @@ def test_a_template_app_starts_quietly_gets_core_tools_settings_and_stops_on_a_d
     started = output[:output.index("Host started")]
     for noise in ("Event Grid topic", "recognised but not emulated", "isDefaultHostConfig"):
         assert noise not in started, output
+
+
+OLD_NAMES_HOST_JSON = {  # keys Azure's configuration binder ignores: an older name and a misremembered one
+    "version": "2.0",
+    "extensions": {"eventHubs": {"maxBatchSize": 64},
+                   "queues": {"maxPollingIntervalInSeconds": 2, "batchSize": 4}},
+}
+
+
+def test_host_json_keys_azure_ignores_are_warned_about_once_and_the_app_starts(tmp_path: Path) -> None:
+    app = write_app(tmp_path / "app", APP, host_json=OLD_NAMES_HOST_JSON)
+    host = start_funchost(app, "--no-storage-endpoints", data_dir=tmp_path / "data")
+    try:
+        assert httpx.get(f"{host.base_url}/api/env", timeout=10).status_code == 200
+    finally:
+        code, output = stop_funchost(host)
+    assert code == 0
+    for key, hint in [("extensions.eventHubs.maxBatchSize", "maxEventBatchSize"),
+                      ("extensions.queues.maxPollingIntervalInSeconds", "maxPollingInterval")]:
+        lines = [line for line in output.splitlines() if f"host.json: {key}: unknown key ignored" in line]
+        assert len(lines) == 1, output
+        assert f"did you mean '{hint}'?" in lines[0]

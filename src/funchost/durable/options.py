@@ -87,7 +87,7 @@ def parse(reader: SectionReader) -> DurableTaskOptions:
         _warn_ignored(http, key)
     http.finish()
     raw_storage = reader.raw("storageProvider") or {}
-    storage = SectionReader(raw_storage, reader.key_path("storageProvider"))
+    storage = reader.child(raw_storage, reader.key_path("storageProvider"))
     control = storage.timespan("controlQueueVisibilityTimeout", DEFAULT_VISIBILITY, minimum=1)
     work_item = storage.timespan("workItemQueueVisibilityTimeout", DEFAULT_VISIBILITY, minimum=1)
     for key in raw_storage:  # every other provider setting is Azure Storage tuning

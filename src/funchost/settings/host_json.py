@@ -121,8 +121,8 @@ def apply_setting_overrides(raw: dict[str, Any], settings: Mapping[str, str]) ->
 
 
 def parse_host_json(raw: Any) -> HostOptions:
-    reader = SectionReader(raw, FILE_NAME + ": ")
     warnings: list[str] = []
+    reader = SectionReader(raw, FILE_NAME + ": ", warnings=warnings)
     version = reader.string("version", None)
     if version is None:
         raise ConfigError("the required 'version' property is missing; use \"2.0\"", path=f"{FILE_NAME}: version")
@@ -134,6 +134,7 @@ def parse_host_json(raw: Any) -> HostOptions:
     if retry is not None and not isinstance(retry, dict):
         raise ConfigError("must be an object", path=f"{FILE_NAME}: retry")
     singleton = reader.raw("singleton") or {}
+    _check_singleton(singleton, warnings)
     extensions = _extensions(reader.section("extensions"), warnings)
     telemetry_mode, telemetry_warning = parse_telemetry_mode(reader.raw("telemetryMode"))
     warnings.extend([telemetry_warning] if telemetry_warning else [])
@@ -147,6 +148,16 @@ def parse_host_json(raw: Any) -> HostOptions:
         log.warning(message)
     return HostOptions(version, timeout, log_levels, retry, dict(singleton), extensions, tuple(warnings), dict(raw),
                        telemetry_mode=telemetry_mode)
+
+
+def _check_singleton(raw: Any, warnings: list[str]) -> None:
+    """Validate `singleton` once at load, so its unknown keys are reported once (the timer and
+    blob listeners read the options again, quietly)."""
+    if not isinstance(raw, dict):
+        raise ConfigError("must be an object", path=f"{FILE_NAME}: singleton")
+    from funchost.triggers.timer.singleton import parse_singleton_options
+
+    parse_singleton_options(raw, warnings)
 
 
 def _function_timeout(reader: SectionReader) -> float | None:

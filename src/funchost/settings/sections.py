@@ -1,8 +1,14 @@
-"""Strict reading of a host.json section: typed keys, named defaults, typos are errors.
+"""Reading a configuration section: typed keys, named defaults, values checked on load.
 
 .NET configuration binding matches keys case-insensitively, so `BatchSize` and `batchSize` are
-both accepted; anything not declared is a `ConfigError` naming the key's full path (with a
-suggestion when a declared key is close).
+both accepted. A value of the wrong type or out of range is a `ConfigError` naming the key's full
+path. A key nobody declared is one of two things, chosen by whoever makes the root reader:
+- an error (funchost's own files, such as eventgrid.json: nothing else reads them);
+- a warning collected in `warnings` (host.json): the Functions host binds its options with .NET's
+  configuration binder, which ignores keys it does not know (`ConfigurationBinder.Bind`, with
+  `BinderOptions.ErrorOnUnknownConfiguration` false by default), so an app with an old or
+  misspelt key starts on Azure; funchost starts it too and says which key it ignored.
+Either way the message suggests a declared key when one is close.
 """
 
 from __future__ import annotations
@@ -18,18 +24,20 @@ _MISSING = object()
 
 
 class SectionReader:
-    def __init__(self, raw: Any, path: str) -> None:
+    def __init__(self, raw: Any, path: str, *, warnings: list[str] | None = None) -> None:
+        """`warnings`: where unknown keys are reported instead of raised (inherited by sections)."""
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
             raise ConfigError("must be a JSON object", path=path)
         self.path = path
+        self.warnings = warnings
         self._raw = {str(k): v for k, v in raw.items()}
         self._folded = {k.lower(): k for k in self._raw}
-        self._known: set[str] = set()
+        self._known: dict[str, str] = {}  # lower-cased -> as declared
 
     def _lookup(self, key: str) -> tuple[str, Any]:
-        self._known.add(key.lower())
+        self._known.setdefault(key.lower(), key)
         actual = self._folded.get(key.lower())
         if actual is None:
             return key, _MISSING
@@ -103,7 +111,11 @@ class SectionReader:
 
     def section(self, key: str) -> SectionReader:
         actual, value = self._lookup(key)
-        return SectionReader(None if value is _MISSING else value, self.key_path(actual))
+        return SectionReader(None if value is _MISSING else value, self.key_path(actual), warnings=self.warnings)
+
+    def child(self, raw: Any, path: str) -> SectionReader:
+        """A reader of `raw` that reports unknown keys as this one does."""
+        return SectionReader(raw, path, warnings=self.warnings)
 
     def custom(self, key: str, default: Any, convert: Callable[[Any, str], Any]) -> Any:
         actual, value = self._lookup(key)
@@ -112,18 +124,21 @@ class SectionReader:
         return convert(value, self.key_path(actual))
 
     def finish(self, *, tolerated: list[str] | None = None) -> None:
-        """Raise for every key that no reader call asked for.
+        """Report every key that no reader call asked for: appended to `warnings` when the root
+        reader was given a list, a ConfigError otherwise.
 
-        With `tolerated` (for levels where Azure ignores keys it does not know), an unknown key is
-        appended to it instead, unless it is close to a declared key: that is a typo, still an error.
-        """
+        With `tolerated` (for levels where unknown names are expected, such as other extensions'
+        sections), a key with no close declared key is appended to it instead, for the caller to
+        word; a near miss of a declared key is reported as above."""
         for key in self._raw:
-            if key.lower() not in self._known:
-                close = difflib.get_close_matches(key.lower(), sorted(self._known), n=1, cutoff=0.6)
-                if tolerated is not None and not close:
-                    tolerated.append(key)
-                    continue
-                hint = ""
-                if close:
-                    hint = f" (did you mean '{close[0]}'?)"
+            if key.lower() in self._known:
+                continue
+            close = difflib.get_close_matches(key.lower(), sorted(self._known), n=1, cutoff=0.6)
+            if tolerated is not None and not close:
+                tolerated.append(key)
+                continue
+            hint = f" (did you mean '{self._known[close[0]]}'?)" if close else ""
+            if self.warnings is None:
                 raise ConfigError(f"unknown key{hint}", path=self.key_path(key))
+            self.warnings.append(f"{self.key_path(key)}: unknown key ignored, as the Functions host ignores "
+                                 f"keys it does not bind{hint}")

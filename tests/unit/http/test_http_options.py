@@ -37,9 +37,11 @@ def test_all_known_keys_are_accepted() -> None:
     assert options.custom_headers == {"X-Frame-Options": "DENY"}
 
 
-def test_unknown_key_is_an_error_naming_its_path() -> None:
-    with pytest.raises(ConfigError, match=r"extensions\.http\.routePrefx.*routeprefix"):
-        http({"routePrefx": "x"})
+def test_unknown_key_is_a_warning_naming_its_path() -> None:
+    options = parse_host_json({"version": "2.0", "extensions": {"http": {"routePrefx": "x"}}})
+    assert options.extension("http").route_prefix == "api"
+    assert any(w.startswith("host.json: extensions.http.routePrefx: unknown key ignored") and
+               "did you mean 'routePrefix'" in w for w in options.warnings)
 
 
 @pytest.mark.parametrize("section", [

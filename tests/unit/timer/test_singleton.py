@@ -138,8 +138,10 @@ def test_singleton_options_are_validated() -> None:
         parse_singleton_options({"listenerLockPeriod": "00:02:00"})
     with pytest.raises(ConfigError, match=r"singleton\.listenerLockRecoveryPollingInterval: must be at least 15"):
         parse_singleton_options({"listenerLockRecoveryPollingInterval": "00:00:05"})
-    with pytest.raises(ConfigError, match=r"singleton\.listenerLockPeriode: unknown key \(did you mean"):
-        parse_singleton_options({"listenerLockPeriode": "00:00:20"})
+    warnings: list[str] = []
+    assert parse_singleton_options({"listenerLockPeriode": "00:00:20"}, warnings) == SingletonOptions()
+    assert warnings == ["host.json: singleton.listenerLockPeriode: unknown key ignored, as the Functions host ignores "
+                        "keys it does not bind (did you mean 'listenerLockPeriod'?)"]
 
 
 async def test_recovery_keeps_polling_when_the_listener_fails_to_start(clock, blobs, second_blobs) -> None:

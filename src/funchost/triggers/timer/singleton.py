@@ -51,8 +51,9 @@ class SingletonOptions:
     listener_lock_recovery_polling_interval: float | None = 60.0  # None = never retry
 
 
-def parse_singleton_options(raw: Mapping[str, Any] | None) -> SingletonOptions:
-    reader = SectionReader(dict(raw or {}), "host.json: singleton")
+def parse_singleton_options(raw: Mapping[str, Any] | None, warnings: list[str] | None = None) -> SingletonOptions:
+    """host.json `singleton`; unknown keys go to `warnings` (host.json loading reports them once)."""
+    reader = SectionReader(dict(raw or {}), "host.json: singleton", warnings=[] if warnings is None else warnings)
     defaults = SingletonOptions()
     lock_period = reader.timespan("lockPeriod", defaults.lock_period, minimum=MIN_LEASE, maximum=MAX_LEASE)
     listener_period = reader.timespan("listenerLockPeriod", defaults.listener_lock_period,
