@@ -28,6 +28,7 @@ from importjobs.identity import Principal, Unauthorized, authenticate
 from importjobs.intake import Rejected, SubmitImport, check_declared_length, idempotency_key, parse_body
 from importjobs.messages import JobMessage
 from importjobs.settings import ENDPOINT, IMPORT_QUEUE
+from importjobs.storage import StorageBusy
 
 log = logging.getLogger("importjobs.api")
 RETRY_AFTER_SECONDS = 5
@@ -67,6 +68,18 @@ async def submit_import(req: func.HttpRequest, pipeline: Pipeline) -> func.HttpR
         log_event(log, logging.WARNING, "Import request refused: the jobs database is busy", TenantId=principal.tenant_id,
                   RetryAfterSeconds=RETRY_AFTER_SECONDS)
         return store_busy()
+    except StorageBusy:  # the blob could not be verified: nothing was written either
+        pipeline.metrics.incr(m.INTAKE_REJECTED, reason="storage_unavailable")
+        log_event(log, logging.WARNING, "Import request refused: the storage account did not answer",
+                  TenantId=principal.tenant_id, RetryAfterSeconds=RETRY_AFTER_SECONDS)
+        return storage_busy()
+
+
+def storage_busy() -> func.HttpResponse:
+    """503 + Retry-After: the blob could not be verified because its storage did not answer
+    (restarting, unreachable); the request wrote nothing and may be repeated with the same key."""
+    return json_response(503, {"error": "the storage account is unavailable; retry with the same Idempotency-Key",
+                               "reason": "storage_unavailable"}, {"Retry-After": str(RETRY_AFTER_SECONDS)})
 
 
 def store_busy() -> func.HttpResponse:

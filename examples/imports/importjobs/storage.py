@@ -24,6 +24,24 @@ class VersionMismatch(Exception):
     """The blob changed: its eTag / versionId is not the one the job was accepted for."""
 
 
+class StorageBusy(Exception):
+    """The storage account did not answer (its server is busy, restarting or unreachable): the
+    call did nothing, and the same call may be repeated later."""
+
+
+def is_busy(exc: BaseException) -> bool:
+    """A storage failure that passes by itself: the host's ServerBusy (503) or the SDK's 5xx or
+    connection failure."""
+    status = getattr(exc, "status", None) or getattr(exc, "status_code", None)
+    if isinstance(status, int) and status >= 500:
+        return True
+    try:
+        from azure.core.exceptions import ServiceRequestError, ServiceResponseError
+    except ImportError:  # pragma: no cover - the SDKs are optional under funchost
+        return False
+    return isinstance(exc, ServiceRequestError | ServiceResponseError)
+
+
 @dataclass(frozen=True)
 class BlobInfo:
     etag: str  # without quotes, as in Event Grid events
@@ -119,12 +137,16 @@ class HostBlobs:
         self._containers: set[str] = set()
 
     async def properties(self, container: str, name: str) -> BlobInfo:
-        from funchost.errors import ResourceNotFound
+        from funchost.errors import ResourceNotFound, StorageError
 
         try:
             props = await self._service.get_blob_properties(container, name)
         except ResourceNotFound:
             raise BlobMissing(f"{container}/{name}") from None
+        except StorageError as exc:
+            if is_busy(exc):
+                raise StorageBusy(f"{container}/{name}: {exc.code}") from exc
+            raise
         return _info(props.etag, props.version_id, props.size, props.content_type)
 
     async def read(self, container: str, name: str, *, etag: str | None = None,
@@ -207,6 +229,10 @@ class AzureBlobs:
                 p = self._client.get_blob_client(container, name).get_blob_properties()
             except ResourceNotFoundError:
                 raise BlobMissing(f"{container}/{name}") from None
+            except Exception as exc:
+                if is_busy(exc):
+                    raise StorageBusy(f"{container}/{name}: the storage account did not answer") from exc
+                raise
             return _info(p.etag, p.get("version_id"), p.size, p.content_settings.content_type)
 
         return await asyncio.to_thread(get)

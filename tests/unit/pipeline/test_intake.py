@@ -358,3 +358,31 @@ async def test_intake_is_served_while_background_store_calls_hold_every_shared_t
     finally:
         release.set()
         await asyncio.gather(*blocked)
+
+
+async def test_a_storage_account_that_does_not_answer_is_a_503_and_the_retry_is_accepted(pipeline: Pipeline) -> None:
+    """The blob cannot be verified while its storage is away (a PostgreSQL server restarting,
+    endpoints unreachable): nothing is written and the client is told to retry."""
+    from funchost.errors import StorageError
+
+    await _ready(pipeline)
+    blobs = pipeline.context.blobs
+    service = blobs._service
+
+    class Away:
+        def __getattr__(self, name: str) -> object:
+            async def fail(*args: object, **kwargs: object) -> None:
+                raise StorageError("cannot reach PostgreSQL at db:5432/funchost", code="ServerBusy", status=503)
+            return fail
+
+    blobs._service = Away()
+    try:
+        busy = await pipeline.submit(BODY, key="k-away")
+    finally:
+        blobs._service = service
+    assert busy.status_code == 503, busy.text
+    assert busy.headers["Retry-After"] == "5" and busy.json()["reason"] == "storage_unavailable"
+    job_id = IdempotencyScope("tenant-a", "POST /api/imports", "user-1", "k-away").job_id
+    assert pipeline.store.jobs.get(job_id) is None
+    retried = await pipeline.submit(BODY, key="k-away")
+    assert retried.status_code == 202 and retried.json()["jobId"] == job_id
