@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,13 +17,36 @@ from funchost.settings.local_settings import load_local_settings
 from funchost.storage.backend import BACKEND_MODULES
 from funchost.storage.host_storage import HostStorage
 from funchost.storage.host_storage import open_storage as open_host_storage
+from funchost.storage.postgres.config import SETTING as POSTGRES_SETTING
+from funchost.storage.postgres.config import SOURCE_SETTING as POSTGRES_SOURCE
+
+STORAGE_HELP = ("embedded SQLite storage in the data folder (default), the connection strings as given "
+                "(azure: Azurite or Azure), or a PostgreSQL server shared by several hosts (postgres)")
+
+
+def add_backend_options(parser: argparse.ArgumentParser, choices: tuple[str, ...] = tuple(BACKEND_MODULES)) -> None:
+    """`--storage` and `--postgres`, as `funchost start` takes them."""
+    parser.add_argument("--storage", choices=choices, default="embedded", help=STORAGE_HELP)
+    parser.add_argument("--postgres", default=None, metavar="CONNINFO",
+                        help=f"the PostgreSQL server of --storage postgres, a libpq URL or key=value string "
+                             f"(default: the app setting or environment variable {POSTGRES_SETTING})")
+
+
+def apply_backend_options(args: argparse.Namespace) -> None:
+    """`--postgres` wins over the setting; set in the environment (which wins over local.settings.json),
+    so the host, the app's own code and a supervisor's worker processes all see the same server,
+    and the connection string never appears in a worker's command line."""
+    conninfo = getattr(args, "postgres", None)
+    if conninfo:
+        os.environ[POSTGRES_SETTING] = conninfo
+        os.environ[POSTGRES_SOURCE] = "--postgres"
 
 
 def add_storage_options(parser: argparse.ArgumentParser, *, default_connection: str = "AzureWebJobsStorage") -> None:
     parser.add_argument("--app", default=".", metavar="APP_DIR",
                         help="function app folder (for local.settings.json and the data folder)")
     parser.add_argument("--data", default=None, metavar="DIR", help="data folder (default APP_DIR/.funchost)")
-    parser.add_argument("--storage", choices=tuple(BACKEND_MODULES), default="embedded")
+    add_backend_options(parser)
     parser.add_argument("--connection", default=None, metavar="SETTING",
                         help=f"connection setting name (default {default_connection})")
 
@@ -36,6 +60,7 @@ class StorageContext:
 
 
 def open_storage(args: argparse.Namespace) -> StorageContext:
+    apply_backend_options(args)
     app_dir = Path(args.app).resolve()
     data_dir = Path(args.data).resolve() if args.data else app_dir / ".funchost"
     local = load_local_settings(app_dir)

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from funchost.cli.common import fail, open_storage, report_errors
+from funchost.cli.common import add_backend_options, fail, open_storage, report_errors
 from funchost.errors import FunchostError
 from funchost.eventgrid.auth import KeyRing
 from funchost.eventgrid.config import load_config
@@ -60,6 +60,7 @@ def register(subparsers: Any) -> None:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--app", default=".", metavar="APP_DIR", help="function app folder")
     parser.add_argument("--data", default=None, metavar="DIR", help="data folder (default APP_DIR/.funchost)")
+    add_backend_options(parser, ("embedded", "postgres"))  # where the Event Grid store is
 
 
 def _paths(args: argparse.Namespace) -> tuple[Path, Path]:
@@ -123,8 +124,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 def _publish_direct(args: argparse.Namespace, app_dir: Path, data_dir: Path, topic: str, body: bytes,
                     ctype: str, count: int) -> int:
-    ctx = open_storage(argparse.Namespace(app=str(app_dir), data=str(data_dir), storage="embedded",
-                                          connection=None))
+    ctx = open_storage(argparse.Namespace(app=str(app_dir), data=str(data_dir), storage=args.storage,
+                                          postgres=args.postgres, connection=None))
     from funchost.indexing.indexer import index_app
 
     functions = [f.name for f in index_app(app_dir, ctx.settings) if f.trigger_type == "eventGridTrigger"]
@@ -155,11 +156,11 @@ def _publish_direct(args: argparse.Namespace, app_dir: Path, data_dir: Path, top
 @report_errors
 def cmd_status(args: argparse.Namespace) -> int:
     _, data_dir = _paths(args)
-    if not (data_dir / "eventgrid").exists():
+    if args.storage == "embedded" and not (data_dir / "eventgrid").exists():
         print("no Event Grid state yet (start the host or publish an event first)")
         return 0
-    ctx = open_storage(argparse.Namespace(app=str(args.app), data=str(data_dir), storage="embedded",
-                                          connection=None))
+    ctx = open_storage(argparse.Namespace(app=str(args.app), data=str(data_dir), storage=args.storage,
+                                          postgres=args.postgres, connection=None))
 
     async def read() -> list[Any]:
         try:

@@ -13,12 +13,12 @@ from pathlib import Path
 from funchost import __version__, logs
 from funchost.cli import supervisor
 from funchost.cli.amqp import add_amqp_arguments, amqp_arguments, amqp_settings
+from funchost.cli.common import add_backend_options, apply_backend_options
 from funchost.cli.storage import add_endpoint_arguments, endpoint_arguments, endpoint_settings
 from funchost.dashboard.service import DashboardService
 from funchost.errors import FunchostError
 from funchost.host import DEFAULT_PORT, Host, HostConfig
 from funchost.settings.local_settings import load_local_settings
-from funchost.storage.backend import BACKEND_MODULES
 from funchost.storage_endpoints.peer_watch import PeerWatch
 
 
@@ -30,8 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         "Host.LocalHttpPort, else 7071; 0 picks a free port)")
     parser.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--data", default=None, metavar="DIR", help="data folder (default APP_DIR/.funchost)")
-    parser.add_argument("--storage", choices=tuple(BACKEND_MODULES), default="embedded",
-                        help="embedded SQLite storage (default) or the connection strings as given (Azurite/Azure)")
+    add_backend_options(parser)
     parser.add_argument("--output", choices=("text", "json"), default="text",
                         help="console output: text as Core Tools prints it, or NDJSON events")
     add_endpoint_arguments(parser)
@@ -50,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     output = args.output
+    apply_backend_options(args)
     if not supervisor.is_worker():
         try:
             count = _worker_process_count(Path(args.app_dir))
@@ -205,6 +205,8 @@ def _banner(host: Host, output: str, started: float) -> None:
     peer = runtime.services.find(PeerWatch)
     if peer is not None:
         logs.print_line(peer.describe(), output=output, event="HostStorageShared")
+    if storage == "postgres":
+        _postgres_lines(runtime.storage.backend, output)
     logs.print_line("", output=output) if output == "text" else None
     logs.print_line("Functions:", output=output, event="FunctionsHeader") if output == "text" else None
     for row in host.describe_functions():
@@ -230,6 +232,22 @@ def _banner(host: Host, output: str, started: float) -> None:
                     "Press Ctrl+C to stop.", output=output, event="HostStarted", port=host.port,
                     startupMs=elapsed)
     sys.stdout.flush()
+
+
+def _postgres_lines(backend: object, output: str) -> None:
+    """Which services this host shares through the server and which it still keeps in its data
+    folder (hosts on other machines do not see those)."""
+    from funchost.storage.postgres.backend import PostgresStorage, describe_services
+
+    if not isinstance(backend, PostgresStorage):
+        return
+    shared, local = describe_services(backend.local_services)
+    where = f"PostgreSQL {backend.config.describe()}, schema {backend.config.schema}"
+    logs.print_line(f"Shared through {where}: {', '.join(shared)}.", output=output, event="HostStorageServer",
+                    server=backend.config.describe(), schema=backend.config.schema, shared=shared)
+    if local:
+        logs.print_line(f"Still in this host's data folder (not shared with hosts on other machines): "
+                        f"{', '.join(local)}.", output=output, event="HostStorageLocal", local=local)
 
 
 def _fail(exc: BaseException, output: str) -> int:

@@ -14,10 +14,13 @@ import signal
 import sys
 from pathlib import Path
 
+from funchost.cli.common import add_backend_options, apply_backend_options
 from funchost.clock import SystemClock
 from funchost.errors import FunchostError
 from funchost.settings.app_settings import AppSettings
 from funchost.settings.local_settings import load_local_settings
+from funchost.storage.postgres.config import SCHEMA_SETTING, SOURCE_SETTING
+from funchost.storage.postgres.config import SETTING as POSTGRES_SETTING
 
 SETTING = "FUNCHOST_STORAGE_ENDPOINTS"
 
@@ -62,6 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                                             "the embedded storage of a data folder, for devstoreaccount1 "
                                             "(UseDevelopmentStorage=true) and the accounts of --account.")
     serve.add_argument("--data", default=".funchost", metavar="DIR", help="data folder (default ./.funchost)")
+    add_backend_options(serve, ("embedded", "postgres"))
     serve.add_argument("--ports", default="10000,10001,10002", metavar="BLOB,QUEUE,TABLE",
                        help="ports (default 10000,10001,10002; 0 picks free ports)")
     serve.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -92,7 +96,11 @@ async def _serve(args: argparse.Namespace) -> int:
     accounts = Accounts(parse_account_list(";".join(args.account), "--account")) if args.account else Accounts()
     clock = SystemClock()
     # No host in this process: the storage's rules apply, and listeners elsewhere find writes by polling.
-    storage = open_storage("embedded", data, AppSettings({}, environ={}), clock)
+    apply_backend_options(args)
+    # Only the server's settings: the accounts are addressed by name, not through connection settings.
+    server = {name: os.environ[name] for name in (POSTGRES_SETTING, SCHEMA_SETTING, SOURCE_SETTING)
+              if name in os.environ}
+    storage = open_storage(args.storage, data, AppSettings(server, environ={}), clock)
     root = data / "storage"
     endpoints = StorageEndpoints(HostAccounts(storage), accounts, clock, data_identity(storage.secrets()), settings,
                                  record_dir=root)

@@ -26,6 +26,7 @@ from funchost.storage.eventhubs import EventHubBroker
 from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.postgres.blobs import PostgresBlobAccount
 from funchost.storage.postgres.config import PostgresConfig, postgres_config
+from funchost.storage.postgres.connect import connect_sync
 from funchost.storage.postgres.db import PgDatabase, ServerClock
 from funchost.storage.queues import QueueService
 from funchost.storage.secrets import SecretStore
@@ -34,6 +35,16 @@ from funchost.storage.tables import TableService
 
 # Services still kept in the data folder with --storage postgres (what the banner lists as local).
 LOCAL = ("queues", "tables", "documents", "durable", "servicebus", "eventhubs", "invocation history")
+# Every service a host keeps, by the name LOCAL uses, as the banner names it.
+SERVICES = {"queues": "queues", "blobs": "blobs (and timer locks, blob-trigger receipts)", "eventgrid": "Event Grid",
+            "keys": "keys", "tables": "tables", "documents": "documents", "durable": "Durable task hubs",
+            "servicebus": "Service Bus", "eventhubs": "Event Hubs", "invocation history": "invocation history"}
+
+
+def describe_services(local: tuple[str, ...] = LOCAL) -> tuple[list[str], list[str]]:
+    """(shared on the server, still in the data folder), as the start banner lists them."""
+    return ([label for name, label in SERVICES.items() if name not in local],
+            [label for name, label in SERVICES.items() if name in local])
 
 
 class PostgresStorage:
@@ -167,4 +178,8 @@ class PostgresStorage:
 
 
 def open_backend(data_dir: Path, settings: AppSettings, clock: Clock) -> PostgresStorage:
-    return PostgresStorage(data_dir, settings, clock, postgres_config(settings))
+    """The backend, after one connection to the server: a host whose server cannot be reached
+    stops at start with a message naming it and where it was configured (never the password)."""
+    config = postgres_config(settings)
+    connect_sync(config, "start").close()
+    return PostgresStorage(data_dir, settings, clock, config)

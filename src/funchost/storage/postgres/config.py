@@ -14,6 +14,9 @@ from funchost.errors import ConfigError
 SETTING = "FUNCHOST_POSTGRES"
 SCHEMA_SETTING = "FUNCHOST_POSTGRES_SCHEMA"
 DEFAULT_SCHEMA = "funchost"
+# Set beside SETTING by `--postgres` (which passes the server on in the environment, to worker
+# processes too), so messages say where the server was given.
+SOURCE_SETTING = "FUNCHOST_POSTGRES_SOURCE"
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
@@ -45,7 +48,7 @@ def conninfo_parts(conninfo: str) -> dict[str, str]:
 
 def postgres_config(settings: Mapping[str, str], conninfo: str | None = None) -> PostgresConfig:
     """The server of `--postgres` (`conninfo`) or of the `FUNCHOST_POSTGRES` setting."""
-    source = "--postgres" if conninfo else f"app setting '{SETTING}'"
+    source = "--postgres" if conninfo or settings.get(SOURCE_SETTING) == "--postgres" else f"app setting '{SETTING}'"
     value = conninfo or settings.get(SETTING)
     if not value or not value.strip():
         raise ConfigError(f"--storage postgres needs a server: set the app setting or environment variable "
