@@ -12,9 +12,9 @@ import pytest
 from funchost.clock import Clock, ManualClock, SystemClock
 from funchost.errors import LeaseConflict, ResourceConflict
 from funchost.settings.app_settings import AppSettings
+from funchost.storage.blobsql.blob_rows import CHUNK_SIZE
 from funchost.storage.postgres.backend import PostgresStorage, open_backend
 from funchost.storage.postgres.db import ServerClock
-from funchost.storage.sqlite.blob_rows import CHUNK_SIZE
 
 pytestmark = pytest.mark.postgres
 

@@ -10,7 +10,7 @@ import pytest
 
 from funchost.clock import ManualClock, SystemClock
 from funchost.errors import ConfigError, StorageError
-from funchost.storage.postgres.config import PostgresConfig, postgres_config
+from funchost.settings.postgres import PostgresConfig, postgres_config
 from funchost.storage.postgres.db import PgDatabase, ServerClock, server_time
 
 pytestmark = pytest.mark.postgres

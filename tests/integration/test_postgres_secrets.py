@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from funchost.eventgrid.auth import KeyRing
-from funchost.storage.postgres.config import PostgresConfig
+from funchost.settings.postgres import PostgresConfig
 from funchost.storage.postgres.db import PgDatabase
 from funchost.storage.postgres.secrets import PostgresSecrets
 

@@ -14,11 +14,11 @@ from funchost.errors import FunchostError
 from funchost.settings.app_settings import AppSettings
 from funchost.settings.exported import exported_settings
 from funchost.settings.local_settings import load_local_settings
+from funchost.settings.postgres import SETTING as POSTGRES_SETTING
+from funchost.settings.postgres import SOURCE_SETTING as POSTGRES_SOURCE
 from funchost.storage.backend import BACKEND_MODULES
 from funchost.storage.host_storage import HostStorage
 from funchost.storage.host_storage import open_storage as open_host_storage
-from funchost.storage.postgres.config import SETTING as POSTGRES_SETTING
-from funchost.storage.postgres.config import SOURCE_SETTING as POSTGRES_SOURCE
 
 STORAGE_HELP = ("embedded SQLite storage in the data folder (default), the connection strings as given "
                 "(azure: Azurite or Azure), or a PostgreSQL server shared by several hosts (postgres)")

@@ -205,8 +205,10 @@ def _banner(host: Host, output: str, started: float) -> None:
     peer = runtime.services.find(PeerWatch)
     if peer is not None:
         logs.print_line(peer.describe(), output=output, event="HostStorageShared")
-    if storage == "postgres":
-        _postgres_lines(runtime.storage.backend, output)
+    sharing = getattr(runtime.storage.backend, "sharing", None)  # --storage postgres
+    if sharing is not None:
+        where, shared, local = sharing()
+        _sharing_lines(where, shared, local, output)
     logs.print_line("", output=output) if output == "text" else None
     logs.print_line("Functions:", output=output, event="FunctionsHeader") if output == "text" else None
     for row in host.describe_functions():
@@ -234,17 +236,11 @@ def _banner(host: Host, output: str, started: float) -> None:
     sys.stdout.flush()
 
 
-def _postgres_lines(backend: object, output: str) -> None:
-    """Which services this host shares through the server and which it still keeps in its data
+def _sharing_lines(where: str, shared: list[str], local: list[str], output: str) -> None:
+    """Which services this host shares through its server and which it still keeps in its data
     folder (hosts on other machines do not see those)."""
-    from funchost.storage.postgres.backend import PostgresStorage, describe_services
-
-    if not isinstance(backend, PostgresStorage):
-        return
-    shared, local = describe_services(backend.local_services)
-    where = f"PostgreSQL {backend.config.describe()}, schema {backend.config.schema}"
     logs.print_line(f"Shared through {where}: {', '.join(shared)}.", output=output, event="HostStorageServer",
-                    server=backend.config.describe(), schema=backend.config.schema, shared=shared)
+                    server=where, shared=shared)
     if local:
         logs.print_line(f"Still in this host's data folder (not shared with hosts on other machines): "
                         f"{', '.join(local)}.", output=output, event="HostStorageLocal", local=local)

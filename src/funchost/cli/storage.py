@@ -19,8 +19,8 @@ from funchost.clock import SystemClock
 from funchost.errors import FunchostError
 from funchost.settings.app_settings import AppSettings
 from funchost.settings.local_settings import load_local_settings
-from funchost.storage.postgres.config import SCHEMA_SETTING, SOURCE_SETTING
-from funchost.storage.postgres.config import SETTING as POSTGRES_SETTING
+from funchost.settings.postgres import SCHEMA_SETTING, SOURCE_SETTING
+from funchost.settings.postgres import SETTING as POSTGRES_SETTING
 
 SETTING = "FUNCHOST_STORAGE_ENDPOINTS"
 

@@ -10,7 +10,7 @@ import pytest
 from funchost.clock import ManualClock
 from funchost.errors import InvalidInput, LeaseConflict, PreconditionFailed
 from funchost.storage.blobs import INFINITE_LEASE
-from funchost.storage.sqlite import blob_leases as leases
+from funchost.storage.blobsql import blob_leases as leases
 from funchost.storage.sqlite.blobs import SqliteBlobService
 
 

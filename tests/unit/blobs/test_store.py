@@ -8,7 +8,7 @@ import pytest
 
 from funchost.errors import BlobNotFound, InvalidInput, InvalidResourceName, PreconditionFailed
 from funchost.storage.blobs import BlobChange
-from funchost.storage.sqlite import blob_rows
+from funchost.storage.blobsql import blob_rows
 from funchost.storage.sqlite.blobs import SqliteBlobService
 
 VERSION = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z$")
@@ -178,8 +178,8 @@ async def test_invalid_metadata(blobs, metadata):
 
 async def test_large_content_spans_chunks_and_ranges_read_across_them(blobs, monkeypatch):
     monkeypatch.setattr(blob_rows, "CHUNK_SIZE", 1024)
-    monkeypatch.setattr("funchost.storage.sqlite.blobs.CHUNK_SIZE", 1024)
-    monkeypatch.setattr("funchost.storage.sqlite.blob_sql.CHUNK_SIZE", 1024)
+    monkeypatch.setattr("funchost.storage.blobsql.blobs.CHUNK_SIZE", 1024)
+    monkeypatch.setattr("funchost.storage.blobsql.blob_sql.CHUNK_SIZE", 1024)
     data = bytes(range(256)) * 20  # 5120 bytes, 5 chunks
     await blobs.upload_blob("box", "big", data)
     assert (await blobs.download_blob("box", "big"))[0] == data

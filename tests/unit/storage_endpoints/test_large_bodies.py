@@ -19,9 +19,9 @@ from azure.storage.blob.aio import BlobServiceClient
 from tests.unit.storage_endpoints.signing import signed_headers
 
 from funchost.settings.connections import DEVSTORE_ACCOUNT
-from funchost.storage.sqlite import blob_uploads
-from funchost.storage.sqlite.blob_account import SqliteBlobAccount
-from funchost.storage.sqlite.blob_rows import CHUNK_SIZE
+from funchost.storage.blobsql import blob_uploads
+from funchost.storage.blobsql.blob_rows import CHUNK_SIZE
+from funchost.storage.sqlite.blobs import SqliteBlobAccount
 from funchost.storage_endpoints.app import _body_pieces
 from funchost.storage_endpoints.errors import ApiError
 

@@ -16,6 +16,7 @@ from typing import Any
 from funchost.clock import Clock, SystemClock
 from funchost.settings.app_settings import AppSettings
 from funchost.settings.connections import StorageConnection
+from funchost.settings.postgres import PostgresConfig, postgres_config
 from funchost.storage.backend import StorageBackend, create_backend
 from funchost.storage.blob_api import BlobApi
 from funchost.storage.blobs import BlobChangeJournal
@@ -25,7 +26,6 @@ from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.eventhubs import EventHubBroker
 from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.postgres.blobs import PostgresBlobAccount
-from funchost.storage.postgres.config import PostgresConfig, postgres_config
 from funchost.storage.postgres.connect import connect_sync
 from funchost.storage.postgres.db import PgDatabase, ServerClock
 from funchost.storage.queues import QueueService
@@ -172,6 +172,12 @@ class PostgresStorage:
             await local.aclose()
         if database is not None:
             await database.aclose()
+
+    def sharing(self) -> tuple[str, list[str], list[str]]:
+        """(where the server is, the services shared through it, those still in the data folder),
+        for the start banner."""
+        shared, local = describe_services(self.local_services)
+        return f"PostgreSQL {self.config.describe()}, schema {self.config.schema}", shared, local
 
     def __repr__(self) -> str:
         return f"PostgresStorage({self.config.describe()}, schema={self.config.schema})"

@@ -21,13 +21,13 @@ from typing import Any, TypeVar
 
 from funchost.errors import ConfigError
 from funchost.runtime.activity import busy
+from funchost.storage.blobsql import blob_uploads as uploads
+from funchost.storage.blobsql.blob_conn import Conn
 from funchost.storage.postgres.blob_conn import PgConn
 from funchost.storage.postgres.blob_schema import STEPS, account_schema
 from funchost.storage.postgres.connect import connect_sync
 from funchost.storage.postgres.db import PgDatabase, translate
 from funchost.storage.postgres.migrate import migrate
-from funchost.storage.sqlite import blob_uploads as uploads
-from funchost.storage.sqlite.blob_conn import Conn
 
 T = TypeVar("T")
 

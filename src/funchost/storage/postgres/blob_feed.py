@@ -18,8 +18,8 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 
+from funchost.settings.postgres import PostgresConfig
 from funchost.storage.blobs import BlobChange
-from funchost.storage.postgres.config import PostgresConfig
 from funchost.storage.postgres.connect import connect_kwargs
 
 log = logging.getLogger("funchost.storage.blobs")

@@ -1,5 +1,5 @@
 """`--storage postgres` blobs: the embedded store's Blob API, change journal and leases
-(`SqliteBlobAccount`, one implementation of the rules) running on PostgreSQL tables, one schema
+(`blobsql.SqlBlobAccount`, one implementation of the rules) running on PostgreSQL tables, one schema
 per account, through `PgAccountDatabase` (writes serialized per account across hosts, reads from
 one snapshot). Times computed in Python come from the backend's clock: a `ServerClock` (the
 server's time) unless a `ManualClock` drives the host.
@@ -14,16 +14,16 @@ from typing import TypeVar
 
 from funchost.clock import Clock
 from funchost.storage.blobs import BlobChange, BlobChangeListener, BlobProperties
+from funchost.storage.blobsql.blob_account import SqlBlobAccount
+from funchost.storage.blobsql.blob_conn import BlobDatabase, Conn
 from funchost.storage.postgres.blob_database import PgAccountDatabase
 from funchost.storage.postgres.blob_feed import BATCH, RemoteChanges, blob_channel
 from funchost.storage.postgres.db import PgDatabase
-from funchost.storage.sqlite.blob_account import SqliteBlobAccount
-from funchost.storage.sqlite.blob_conn import BlobDatabase, Conn
 
 T = TypeVar("T")
 
 
-class PostgresBlobAccount(SqliteBlobAccount):
+class PostgresBlobAccount(SqlBlobAccount):
     """`BlobService`, `BlobApi` and `BlobChangeJournal` of one account on the server."""
 
     def __init__(self, database: PgDatabase, account: str, clock: Clock) -> None:

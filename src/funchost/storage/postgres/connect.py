@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from funchost.errors import StorageError
-from funchost.storage.postgres.config import PostgresConfig
+from funchost.settings.postgres import PostgresConfig
 
 # A host frozen (SIGSTOP) inside a transaction must not stall the others for longer than this:
 # the server ends its session and rolls back, releasing its row locks.

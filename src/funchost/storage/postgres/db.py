@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from funchost.clock import Clock, SystemClock
 from funchost.errors import StorageError
 from funchost.runtime.activity import busy
-from funchost.storage.postgres.config import PostgresConfig
+from funchost.settings.postgres import PostgresConfig
 from funchost.storage.postgres.connect import connect_kwargs, connect_sync, unreachable
 from funchost.storage.postgres.migrate import migrate
 

@@ -24,7 +24,7 @@ from funchost.settings.connections import (
     resolve_storage_connection,
 )
 from funchost.storage.secrets import FileSecrets
-from funchost.storage.sqlite.blob_account import SqliteBlobAccount
+from funchost.storage.sqlite.blobs import SqliteBlobAccount
 from funchost.storage.sqlite.documents import SqliteDocumentStore
 from funchost.storage.sqlite.durable import SqliteTaskHub
 from funchost.storage.sqlite.eventgrid import SqliteEventStore

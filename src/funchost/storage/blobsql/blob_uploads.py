@@ -16,8 +16,8 @@ from collections.abc import AsyncIterable, Iterator
 
 from funchost.errors import StorageError
 from funchost.storage.blob_api import UploadedContent
-from funchost.storage.sqlite.blob_conn import BlobDatabase, Conn
-from funchost.storage.sqlite.blob_rows import CHUNK_SIZE, next_counter
+from funchost.storage.blobsql.blob_conn import BlobDatabase, Conn
+from funchost.storage.blobsql.blob_rows import CHUNK_SIZE, next_counter
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS pending_contents (

@@ -1,5 +1,5 @@
 """Container operations of the embedded Blob API: properties, metadata, public access, stored
-access policies, leases, listing (a mixin of `SqliteBlobAccount`, which owns the database)."""
+access policies, leases, listing (a mixin of `SqlBlobAccount`, which owns the database)."""
 
 from __future__ import annotations
 
@@ -17,16 +17,16 @@ from funchost.errors import (
 )
 from funchost.storage.blob_api import ContainerProperties, SignedIdentifier
 from funchost.storage.blob_rules import canonical_lease_id
-from funchost.storage.sqlite import blob_leases as leases
-from funchost.storage.sqlite.blob_conn import BlobDatabase, Conn
-from funchost.storage.sqlite.blob_extras import (
+from funchost.storage.blobsql import blob_leases as leases
+from funchost.storage.blobsql.blob_conn import BlobDatabase, Conn
+from funchost.storage.blobsql.blob_extras import (
     container_lease,
     container_properties,
     container_row,
     save_container,
 )
-from funchost.storage.sqlite.blob_leases import Lease
-from funchost.storage.sqlite.blob_rows import new_etag
+from funchost.storage.blobsql.blob_leases import Lease
+from funchost.storage.blobsql.blob_rows import new_etag
 
 
 def _container_code(exc: StorageError) -> StorageError:

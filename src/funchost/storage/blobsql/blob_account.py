@@ -1,9 +1,9 @@
-"""The whole Blob API (`BlobApi`) on the embedded store: `SqliteBlobService` plus container
+"""The whole Blob API (`BlobApi`) of the SQL blob store: `SqlBlobService` plus container
 properties, block lists, append blobs, copy, leases on containers and hierarchical listing.
 
-Every mutation stays one BEGIN IMMEDIATE transaction that checks the container, conditions and
-lease and then writes; committed creates (Put Blob, Put Block List, Copy Blob) and deletes are
-journalled for Event Grid as before.
+Every mutation stays one write transaction that checks the container, conditions and lease and
+then writes; committed creates (Put Blob, Put Block List, Copy Blob) and deletes are journalled
+for Event Grid as before.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import AsyncIterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from funchost.errors import BlobNotFound, PreconditionFailed, ResourceConflict
@@ -27,24 +26,22 @@ from funchost.storage.blob_api import (
 )
 from funchost.storage.blob_rules import MAX_BLOCKS
 from funchost.storage.blobs import BlobChange, BlobProperties
-from funchost.storage.sqlite import blob_blocks as blocks
-from funchost.storage.sqlite import blob_leases as leases
-from funchost.storage.sqlite import blob_listing
-from funchost.storage.sqlite import blob_uploads as uploads
-from funchost.storage.sqlite.blob_conn import BlobDatabase, Conn, Row
-from funchost.storage.sqlite.blob_containers import ContainerOperations, lease_action
-from funchost.storage.sqlite.blob_extras import (
-    EXTRA_SCHEMA,
+from funchost.storage.blobsql import blob_blocks as blocks
+from funchost.storage.blobsql import blob_leases as leases
+from funchost.storage.blobsql import blob_listing
+from funchost.storage.blobsql import blob_uploads as uploads
+from funchost.storage.blobsql.blob_conn import Conn, Row
+from funchost.storage.blobsql.blob_containers import ContainerOperations, lease_action
+from funchost.storage.blobsql.blob_extras import (
     drop_blob_blocks,
     full_properties,
     headers_of,
-    migrate,
     props_json,
     set_lease_columns,
 )
-from funchost.storage.sqlite.blob_leases import Lease
-from funchost.storage.sqlite.blob_rows import SCHEMA, lease_of, new_etag, new_version_id
-from funchost.storage.sqlite.blob_sql import (
+from funchost.storage.blobsql.blob_leases import Lease
+from funchost.storage.blobsql.blob_rows import lease_of, new_etag, new_version_id
+from funchost.storage.blobsql.blob_sql import (
     blob_row,
     check_etag,
     collect,
@@ -52,8 +49,7 @@ from funchost.storage.sqlite.blob_sql import (
     existing,
     store,
 )
-from funchost.storage.sqlite.blobs import DEFAULT_CONTENT_TYPE, SqliteBlobService
-from funchost.storage.sqlite.db import SqliteDatabase
+from funchost.storage.blobsql.blobs import DEFAULT_CONTENT_TYPE, SqlBlobService
 
 
 def _unquote(etag: str) -> str:
@@ -88,16 +84,9 @@ def _store_body(conn: Conn, data: Body) -> tuple[int, int]:
     return blocks.write_content(conn, [data])
 
 
-def _upgrade(conn: Conn) -> None:
-    migrate(conn)
-    uploads.sweep(conn)
-
-
-class SqliteBlobAccount(ContainerOperations, SqliteBlobService):
-    """The embedded backend's blob service: `BlobService`, its change journal and `BlobApi`."""
-
-    def _open(self, path: Path, name: str) -> BlobDatabase:
-        return SqliteDatabase(path, ";".join((SCHEMA, EXTRA_SCHEMA, uploads.SCHEMA)), name=name, upgrade=_upgrade)
+class SqlBlobAccount(ContainerOperations, SqlBlobService):
+    """An account's whole blob service: `BlobService`, its change journal and `BlobApi`, on the
+    database its backend gives (`_open`)."""
 
     async def delete_container(self, name: str) -> None:
         await super().delete_container(name)
