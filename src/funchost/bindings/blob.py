@@ -19,7 +19,7 @@ import json
 
 from azure.functions.meta import Datum
 
-from funchost.bindings.expressions import ExpressionError, ExpressionResolver, parse
+from funchost.bindings.expressions import ExpressionError, invocation_resolver, parse
 from funchost.errors import (
     AppLoadError,
     BlobNotFound,
@@ -49,9 +49,7 @@ def split_path(path: str) -> tuple[str, str]:
 
 
 def _resolve(binding: BindingSpec, request: InvocationRequest, runtime: Runtime) -> str:
-    resolver = ExpressionResolver(request.binding_data, now=runtime.clock.now(),
-                                  method_name=request.function.name)
-    return resolver.resolve(str(binding.get("path") or ""))
+    return invocation_resolver(request, runtime).resolve(str(binding.get("path") or ""))
 
 
 def resolve_path(binding: BindingSpec, request: InvocationRequest, runtime: Runtime) -> tuple[str, str]:

@@ -17,7 +17,7 @@ from typing import Any
 from azure.functions.meta import Datum
 
 from funchost.bindings.cosmosdb_v3 import v3_properties_problem
-from funchost.bindings.expressions import ExpressionResolver, parameter_names
+from funchost.bindings.expressions import invocation_resolver, parameter_names
 from funchost.documents.aio import ContainerProxy
 from funchost.documents.exceptions import CosmosResourceNotFoundError
 from funchost.errors import AppLoadError, InvocationError
@@ -54,8 +54,7 @@ class CosmosDBBindingSupport:
 
     async def read(self, binding: BindingSpec, request: InvocationRequest, runtime: Runtime) -> Datum:
         container = _container(binding, runtime)
-        resolver = ExpressionResolver(request.binding_data, now=runtime.clock.now(),
-                                      method_name=request.function.name)
+        resolver = invocation_resolver(request, runtime)
         query = binding.get("sqlQuery")
         if query:
             parameters = [{"name": f"@{name}", "value": resolver.resolve("{" + name + "}")}

@@ -18,7 +18,7 @@ from typing import Any
 
 from azure.functions.meta import Datum
 
-from funchost.bindings.expressions import ExpressionResolver, parameter_names
+from funchost.bindings.expressions import invocation_resolver, parameter_names
 from funchost.errors import AppLoadError, ConfigError, StorageError, UnsupportedBindingError
 from funchost.eventhubs.namespaces import eventhubs_for
 from funchost.indexing.spec import BindingSpec, FunctionSpec
@@ -114,8 +114,7 @@ class EventHubOutputSupport:
     async def write(self, binding: BindingSpec, datum: Datum, request: InvocationRequest, runtime: Runtime) -> None:
         if datum is None or datum.value is None:
             return
-        resolver = ExpressionResolver(request.binding_data, now=runtime.clock.now(),
-                                      method_name=request.function.name)
+        resolver = invocation_resolver(request, runtime)
         service = eventhubs_for(runtime)
         target = service.target(binding.get("connection"), resolver.resolve(str(binding.get("eventHubName") or "")))
         for batch in batches([EventToSend(body) for body in event_bodies(datum)]):

@@ -15,9 +15,13 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from funchost.errors import InvocationError
+
+if TYPE_CHECKING:
+    from funchost.invocation.contracts import InvocationRequest
+    from funchost.runtime.contracts import Runtime
 
 _NAME = re.compile(r"^[A-Za-z_$][\w$-]*(\.[A-Za-z_$][\w$-]*)*$")
 DATETIME_DEFAULT_FORMAT = "yyyy-MM-ddTHH-mm-ssZ"
@@ -66,6 +70,14 @@ def parse(template: str) -> list[Token]:
     if literal:
         tokens.append(Token(literal="".join(literal)))
     return tokens
+
+
+def invocation_resolver(request: InvocationRequest, runtime: Runtime) -> ExpressionResolver:
+    """What every binding resolves its `{...}` properties with: WebJobs resolves each
+    `[AutoResolve]` property (blob paths, queue, topic, hub and table names, Cosmos DB ids and
+    queries) with the same `BindingTemplate` rules against the invocation's binding data and
+    system values (`{rand-guid}`, `{DateTime}`, `{sys.*}`)."""
+    return ExpressionResolver(request.binding_data, now=runtime.clock.now(), method_name=request.function.name)
 
 
 def parameter_names(template: str) -> list[str]:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from azure.functions.meta import Datum
 
+from funchost.bindings.expressions import invocation_resolver
 from funchost.errors import AppLoadError, ConfigError, InvalidResourceName, UnsupportedBindingError
 from funchost.indexing.spec import BindingSpec, FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
@@ -27,17 +27,10 @@ from funchost.triggers.queue.messages import encode_body
 _EXPRESSION = re.compile(r"\{([^{}]+)\}")
 
 
-def resolve_queue_name(template: str, binding_data: Mapping[str, Any]) -> str:
-    """Fill `{name}` expressions from the trigger's binding data (names case-insensitive)."""
-    folded = {str(k).lower(): v for k, v in binding_data.items()}
-
-    def substitute(match: re.Match[str]) -> str:
-        key = match.group(1).strip()
-        if key.lower() not in folded:
-            raise ConfigError(f"no value for the binding expression '{{{key}}}'", path="queueName")
-        return str(folded[key.lower()])
-
-    return _EXPRESSION.sub(substitute, template).lower()
+def resolve_queue_name(template: str, request: InvocationRequest, runtime: Runtime) -> str:
+    """The queue name with its binding expressions resolved (`{queueTrigger}`, `{data.x}`,
+    `{rand-guid}`, `{DateTime}`, ...), lower-cased as the extension's queue name resolver does."""
+    return invocation_resolver(request, runtime).resolve(template).lower()
 
 
 def message_bodies(datum: Datum) -> list[bytes]:
@@ -91,7 +84,7 @@ class QueueOutputSupport:
     ) -> None:
         if datum is None or datum.value is None:
             return
-        queue = resolve_queue_name(str(binding.get("queueName") or ""), request.binding_data)
+        queue = resolve_queue_name(str(binding.get("queueName") or ""), request, runtime)
         service = runtime.storage.queues(binding.get("connection"))
         encoding = queues_options(runtime).message_encoding
         for body in message_bodies(datum):

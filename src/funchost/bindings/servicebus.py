@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from azure.functions.meta import Datum
 
+from funchost.bindings.expressions import invocation_resolver
 from funchost.errors import AppLoadError, ConfigError, InvocationError, UnsupportedBindingError
 from funchost.indexing.spec import BindingSpec, FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
@@ -113,7 +113,7 @@ class ServiceBusOutputSupport:
         if datum is None or datum.value is None:
             return
         name, is_topic = entity_of(binding)
-        name = _fill(name, request.binding_data)
+        name = invocation_resolver(request, runtime).resolve(name)
         namespace = _namespace(binding, runtime)
         if is_topic:
             await namespace.ensure_topic(name)
@@ -122,21 +122,6 @@ class ServiceBusOutputSupport:
         messages = [OutgoingMessage(body, content_type=TEXT_PLAIN) for body in message_texts(datum)]
         await namespace.broker.send(name, messages)
         runtime.signals.publish(signal_topic(namespace.broker.namespace, name))
-
-
-def _fill(template: str, binding_data: Mapping[str, Any]) -> str:
-    """`{name}` expressions from the trigger's binding data (names case-insensitive)."""
-    if "{" not in template:
-        return template
-    folded = {str(k).lower(): v for k, v in binding_data.items()}
-
-    def substitute(match: re.Match[str]) -> str:
-        key = match.group(1).strip()
-        if key.lower() not in folded:
-            raise ConfigError(f"no value for the binding expression '{{{key}}}'")
-        return str(folded[key.lower()])
-
-    return _EXPRESSION.sub(substitute, template)
 
 
 def _namespace(binding: BindingSpec, runtime: Runtime) -> ServiceBusNamespace:

@@ -30,7 +30,7 @@ from typing import Any
 
 from azure.functions.meta import Datum
 
-from funchost.bindings.expressions import ExpressionError, ExpressionResolver, parse
+from funchost.bindings.expressions import ExpressionError, invocation_resolver, parse
 from funchost.errors import AppLoadError, ConfigError, InvocationError, StorageError, UnsupportedBindingError
 from funchost.indexing.spec import BindingSpec, FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
@@ -230,7 +230,7 @@ def _table_name(binding: BindingSpec, resolve: Callable[[Any], str | None]) -> s
 
 
 def _resolver(request: InvocationRequest, runtime: Runtime) -> Callable[[Any], str | None]:
-    expressions = ExpressionResolver(request.binding_data, now=runtime.clock.now(), method_name=request.function.name)
+    expressions = invocation_resolver(request, runtime)
 
     def resolve(template: Any) -> str | None:
         return None if template in (None, "") else expressions.resolve(str(template))

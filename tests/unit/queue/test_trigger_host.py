@@ -163,3 +163,37 @@ async def test_an_app_writing_to_its_own_queue_keeps_the_concurrency_cap(funchos
     await host.wait_until_idle()
     assert module.STATE["started"] == 16 and module.STATE["peak"] <= 6
     assert await host.queues.count("slow") == 0
+
+
+EXPRESSIONS = """
+import azure.functions as func
+app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+@app.route(route="jobs", methods=["POST"])
+@app.queue_output(arg_name="out", queue_name="jobs-{kind}-{rand-guid}", connection="AzureWebJobsStorage")
+def jobs(req: func.HttpRequest, out: func.Out[str]) -> str:
+    out.set("work")
+    return "queued"
+
+@app.route(route="daily", methods=["POST"])
+@app.queue_output(arg_name="out", queue_name="day-{DateTime:yyyyMMdd}", connection="AzureWebJobsStorage")
+def daily(req: func.HttpRequest, out: func.Out[str]) -> str:
+    out.set("tick")
+    return "queued"
+"""
+
+
+async def test_queue_names_resolve_the_standard_binding_expressions(funchost_app, tmp_path):
+    """{rand-guid}, {DateTime:format} and the request body's {kind} in a queue name, as WebJobs
+    resolves every [AutoResolve] property; before, the queue binding knew only binding data."""
+    import re
+
+    host = await funchost_app(write_app(tmp_path / "app", EXPRESSIONS))
+    assert (await host.http("POST", "/api/jobs", json={"kind": "Invoices"})).text == "queued"
+    assert (await host.http("POST", "/api/daily", json={})).text == "queued"
+    names = await host.queues.service().list_queues()
+    guid = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    [job_queue] = [n for n in names if n.startswith("jobs-")]
+    assert re.fullmatch(f"jobs-invoices-{guid}", job_queue), names
+    assert f"day-{host.clock.now():%Y%m%d}" in names
+    assert [m.content for m in await host.queues.peek(job_queue)] != []

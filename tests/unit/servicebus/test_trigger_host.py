@@ -377,3 +377,24 @@ async def test_topic_output_reaches_every_subscription(funchost_app, tmp_path):
     assert (await host.http("POST", "/api/publish")).text == "OK"
     assert await host.servicebus.bodies("events/Subscriptions/a") == ["e1", "e2"]
     assert await host.servicebus.bodies("events/Subscriptions/b") == ["e1", "e2"]
+
+
+EXPRESSION_OUT = """
+import azure.functions as func
+app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+@app.route(route="audit", methods=["POST"])
+@app.service_bus_queue_output(arg_name="out", queue_name="audit-{data.region}-{DateTime:yyyy}", connection="ServiceBus")
+def audit(req: func.HttpRequest, out: func.Out[str]) -> str:
+    out.set("entry")
+    return "OK"
+"""
+
+
+async def test_output_entity_names_resolve_the_standard_binding_expressions(funchost_app, tmp_path):
+    """A dotted name into the request body and {DateTime:format}: the shared resolver, as WebJobs
+    resolves the queue name like every [AutoResolve] property."""
+    host = await start(funchost_app, tmp_path, EXPRESSION_OUT)
+    response = await host.http("POST", "/api/audit", json={"data": {"region": "emea"}})
+    assert response.text == "OK"
+    assert await host.servicebus.bodies(f"audit-emea-{host.clock.now():%Y}") == ["entry"]
