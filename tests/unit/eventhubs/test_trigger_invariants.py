@@ -248,3 +248,16 @@ async def test_a_failed_checkpoint_write_is_logged_and_the_next_batch_checkpoint
     await host.advance(1)
     assert [s[1] for s in seen("single")] == ["one", "two"]
     assert (await host.eventhubs.checkpoints("single"))["3"].sequence_number == 1
+
+
+async def test_the_admin_api_gives_a_batch_function_a_list_of_one_event(funchost_app, app_dir) -> None:  # type: ignore[no-untyped-def]
+    """`POST /admin/functions/many {"input": "x"}`: WebJobs converts the string to one event and
+    BindMultiple hands a cardinality-many function an array of it."""
+    host = await funchost_app(app_dir)
+    result = await host.invoke("many", "from-admin")
+    assert result.succeeded, result.error
+    [(_, bodies, _, metadata)] = seen("many")
+    assert bodies == ["from-admin"]
+    assert "PartitionContext" not in metadata  # never received: no partition
+    single = await host.invoke("single", "one")
+    assert single.succeeded and [s[1] for s in seen("single")] == ["one"]

@@ -63,15 +63,19 @@ class EventHubTriggerSupport:
         return f"eventHubTrigger ({target.hub}, {consumer_group_of(function)}, {where})"
 
     async def admin_request(self, function: FunctionSpec, runtime: Runtime, body: Any) -> InvocationRequest:
-        """``{"input": "..."}`` becomes one event (`ConvertFromString`), even for cardinality many; an
-        event never received has no partition context and .NET's minimum for its numbers."""
-        from funchost.triggers.eventhub.events import single_request
+        """``{"input": "..."}`` becomes one event (`ConvertFromString`); for cardinality many the
+        function gets a list of that one event, as WebJobs' `BindMultiple` makes an array of the
+        converted input. An event never received has no partition context and .NET's minimum for
+        its numbers."""
+        from funchost.triggers.eventhub.events import batch_request, single_request
 
         if not isinstance(body, dict) or body.get("input") is None:
             raise InvalidInput("the request body must be a JSON object with an 'input' property")
         value = body["input"]
         text = value if isinstance(value, str) else json.dumps(value)
         event = ReceivedEvent("", LONG_MIN, LONG_MIN, datetime(1, 1, 1, tzinfo=UTC), text.encode("utf-8"))
+        if not is_single_dispatch(function):
+            return batch_request(function, None, [event])
         return single_request(function, None, event)
 
 

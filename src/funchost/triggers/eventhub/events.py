@@ -162,9 +162,10 @@ def single_request(function: FunctionSpec, partition: PartitionInfo | None, even
                              details=trigger_details(partition, [event], single=True) if partition else {})
 
 
-def _batch_raw(partition: PartitionInfo, events: Sequence[ReceivedEvent]) -> dict[str, tuple[str, Any]]:
+def _batch_raw(partition: PartitionInfo | None, events: Sequence[ReceivedEvent]) -> dict[str, tuple[str, Any]]:
+    context: dict[str, tuple[str, Any]] = {} if partition is None else {"PartitionContext": ("json", partition.as_json())}
     return {
-        "PartitionContext": ("json", partition.as_json()),
+        **context,
         "PartitionKeyArray": ("collection_string", [e.partition_key for e in events]),
         "OffsetArray": ("collection_string", [str(e.offset) for e in events]),
         "SequenceNumberArray": ("collection_sint64", [e.sequence_number for e in events]),
@@ -183,9 +184,10 @@ def _batch_binding_data(events: Sequence[ReceivedEvent]) -> dict[str, Any]:
         "SystemPropertiesArray": [system_properties(e) for e in events]}
 
 
-def batch_request(function: FunctionSpec, partition: PartitionInfo,
+def batch_request(function: FunctionSpec, partition: PartitionInfo | None,
                   events: Sequence[ReceivedEvent]) -> InvocationRequest:
-    """Metadata arrays and binding data are built only when read (native.py builds the events)."""
+    """Metadata arrays and binding data are built only when read (native.py builds the events);
+    `partition` None for the admin API's input (no context is sent)."""
     generic: Datum
     if _binary(function):
         generic = LazyDatum("collection_bytes", lambda: Collection(bytes=[e.body for e in events]))
@@ -195,4 +197,5 @@ def batch_request(function: FunctionSpec, partition: PartitionInfo,
     metadata = LazyMetadata(LazyMapping(lambda: _batch_raw(partition, events)), _metadata_datum)
     return InvocationRequest(function=function, trigger_value=EventHubBatchDatum(generic, events, metadata),
                              trigger_metadata=metadata, binding_data=LazyMapping(lambda: _batch_binding_data(events)),
-                             reason=REASON, details=trigger_details(partition, events, single=False))
+                             reason=REASON,
+                             details=trigger_details(partition, events, single=False) if partition else {})
