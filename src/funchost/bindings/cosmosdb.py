@@ -43,7 +43,7 @@ class CosmosDBBindingSupport:
     binding_type = "cosmosDB"
 
     def validate(self, binding: BindingSpec, function: FunctionSpec, runtime: Runtime) -> None:
-        problem = v3_properties_problem(binding)
+        problem = v3_properties_problem(binding, f" of function '{function.name}'")
         if problem is None and (not binding.get("databaseName") or not binding.get("containerName")):
             problem = "needs 'databaseName' and 'containerName'"
         elif problem is None and binding.direction == "in" and binding.get("id") and binding.get("sqlQuery"):

@@ -130,3 +130,32 @@ async def test_a_v3_cosmos_input_binding_puts_the_function_in_error_with_its_v4_
     async with HostHarness(app, data_dir=tmp_path / "data") as host:
         [reason] = host.runtime.function_errors.of("lookup")
     assert "'collectionName' (now 'containerName')" in reason
+
+
+async def test_3x_names_beside_the_4x_ones_are_ignored_with_one_warning(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+    """A public app's output passes container_name/connection and the 3.x collection_name /
+    connection_string_setting too: the 4.x extension reads its own properties and ignores the
+    others, so the function runs (only a 3.x-only binding is refused)."""
+    app = write_app(tmp_path / "app", """
+        import azure.functions as func
+        app = func.FunctionApp()
+
+        @app.queue_trigger(arg_name="msg", queue_name="orders", connection="AzureWebJobsStorage")
+        @app.cosmos_db_output(arg_name="doc", database_name="db", container_name="orders", connection="CosmosDB",
+                              collection_name="orders", connection_string_setting="CosmosDB",
+                              create_if_not_exists=True)
+        def save(msg: func.QueueMessage, doc: func.Out[func.Document]) -> None:
+            doc.set(func.Document.from_dict({"id": msg.get_body().decode(), "pk": "a"}))
+    """)
+    prepare(tmp_path / "data")
+    with caplog.at_level("WARNING", logger="funchost.bindings.cosmosdb"):
+        async with HostHarness(app, data_dir=tmp_path / "data") as host:
+            assert host.runtime.function_errors.of("save") == []
+            await host.queues.send("orders", "o-1")
+            await host.advance(1)
+            container = connect("CosmosDB", data_dir=tmp_path / "data").get_database_client("db") \
+                .get_container_client("orders")
+            assert [item["id"] for item in container.query_items("SELECT * FROM c",
+                                                                  enable_cross_partition_query=True)] == ["o-1"]
+    warnings = [r.getMessage() for r in caplog.records if "3.x properties" in r.getMessage()]
+    assert len(warnings) == 1 and "'collectionName', 'connectionStringSetting'" in warnings[0], warnings

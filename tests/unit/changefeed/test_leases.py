@@ -279,18 +279,26 @@ async def test_a_missing_lease_container_gets_the_create_command_with_the_lease_
 
 
 @pytest.mark.parametrize(("props", "named"), [
-    ({"collectionName": "items", "containerName": None}, "'collectionName' (now 'containerName')"),
+    ({"collectionName": "items"}, "'collectionName' (now 'containerName')"),
     ({"connectionStringSetting": "CosmosDB", "leaseCollectionName": "leases"},
      "'connectionStringSetting' (now 'connection'), 'leaseCollectionName' (now 'leaseContainerName')"),
     ({"checkpointInterval": 5}, "'checkpointInterval' (gone)"),
 ])
-def test_v3_property_names_are_refused_with_their_v4_names(tmp_path: Path, clock, props: dict[str, object],  # type: ignore[no-untyped-def]
-                                                           named: str) -> None:
+def test_v3_only_bindings_are_refused_with_their_v4_names(tmp_path: Path, clock, props: dict[str, object],  # type: ignore[no-untyped-def]
+                                                          named: str) -> None:
+    """A binding without the 4.x containerName: the 4.x extension could not run it."""
     runtime = make_runtime(tmp_path, clock, FakeInvoker())
-    function = trigger_function(**{k: v for k, v in props.items() if v is not None})
-    if props.get("containerName", "") is None:
-        del function.trigger.properties["containerName"]
+    function = trigger_function(**props)
+    del function.trigger.properties["containerName"]
     with pytest.raises(AppLoadError, match="extension 3.x properties") as error:
         listener(function, runtime)
     assert named in str(error.value)
     assert "needs 'databaseName' and 'containerName'" not in str(error.value)
+
+
+def test_v3_names_beside_the_v4_ones_are_ignored(tmp_path: Path, clock, caplog) -> None:  # type: ignore[no-untyped-def]
+    runtime = make_runtime(tmp_path, clock, FakeInvoker())
+    function = trigger_function(collectionName="items", leaseCollectionName="leases")
+    with caplog.at_level("WARNING", logger="funchost.bindings.cosmosdb"):
+        listener(function, runtime)
+    assert any("'collectionName', 'leaseCollectionName' are ignored" in r.getMessage() for r in caplog.records)
