@@ -27,13 +27,14 @@ from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.postgres.blobs import PostgresBlobAccount
 from funchost.storage.postgres.config import PostgresConfig, postgres_config
 from funchost.storage.postgres.db import PgDatabase, ServerClock
+from funchost.storage.postgres.queues import PostgresQueueService
 from funchost.storage.queues import QueueService
 from funchost.storage.secrets import SecretStore
 from funchost.storage.servicebus import ServiceBusBroker
 from funchost.storage.tables import TableService
 
 # Services still kept in the data folder with --storage postgres (what the banner lists as local).
-LOCAL = ("queues", "tables", "documents", "durable", "servicebus", "eventhubs", "invocation history")
+LOCAL = ("tables", "documents", "durable", "servicebus", "eventhubs", "invocation history")
 
 
 class PostgresStorage:
@@ -72,7 +73,12 @@ class PostgresStorage:
         return self._local().connection(name, service)
 
     def queues(self, connection: str | None = None) -> QueueService:
-        return self._local().queues(connection)
+        account = self.connection(connection, "queue").account_name
+        database = self.database
+        with self._lock:
+            service: QueueService = self._shared.setdefault(
+                f"queues:{account}", PostgresQueueService(database, account, self.clock))
+        return service
 
     def blobs(self, connection: str | None = None) -> PostgresBlobAccount:
         account = self.connection(connection, "blob").account_name
@@ -155,7 +161,7 @@ class PostgresStorage:
             services = list(self._shared.values())
             self._shared.clear()
         for service in services:
-            if isinstance(service, PostgresBlobAccount):
+            if isinstance(service, PostgresBlobAccount | PostgresQueueService):
                 await service.aclose()
         if local is not None:
             await local.aclose()
