@@ -1,11 +1,12 @@
 """Queues on PostgreSQL across hosts: two backends with separate data folders on one schema (two
 machines that share nothing but the server) share an account's queues; receives at once take
 disjoint messages; concurrent deletes are grouped and still answered one by one; a ManualClock
-drives visibility."""
+drives visibility; a put on one host wakes the queue listeners of another (LISTEN/NOTIFY)."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 
 from funchost.clock import Clock, ManualClock, SystemClock
 from funchost.errors import MessageNotFound, PopReceiptMismatch
+from funchost.runtime.signals import Signals, queue_topic
 from funchost.settings.app_settings import AppSettings
 from funchost.storage.postgres.backend import PostgresStorage, open_backend
 
@@ -92,6 +94,39 @@ async def test_account_views_address_the_account_by_name(tmp_path: Path, postgre
         await a.for_account("other").queues().create_queue("x")
         assert await b.for_account("other").queues().list_queues() == ["x"]
         assert await b.queues().list_queues() == []
+    finally:
+        await a.aclose()
+        await b.aclose()
+
+
+async def test_a_put_on_one_host_wakes_the_listeners_of_another(tmp_path: Path, postgres_dsn: str,
+                                                               postgres_schema: str) -> None:
+    a, b = host(tmp_path, "a", postgres_dsn, postgres_schema), host(tmp_path, "b", postgres_dsn, postgres_schema)
+    signals_a, signals_b = Signals(), Signals()
+    signals_a.bind_loop(asyncio.get_running_loop())
+    signals_b.bind_loop(asyncio.get_running_loop())
+    try:
+        a.attach_signals(signals_a)
+        b.attach_signals(signals_b)
+        woken_a, woken_b = asyncio.Event(), asyncio.Event()
+        signals_a.subscribe(queue_topic(a.queues().account_name, "Work"), woken_a.set)
+        signals_b.subscribe(queue_topic(b.queues().account_name, "Work"), woken_b.set)
+        await asyncio.wait_for(a._wakeups().listening.wait(), 10)
+        await asyncio.wait_for(b._wakeups().listening.wait(), 10)
+        woken_a.clear()  # the catch-up wake of the connect
+        woken_b.clear()
+        await a.queues().create_queue("Work")
+        started = time.monotonic()
+        await a.queues().put_message("Work", "hello")
+        await asyncio.wait_for(woken_b.wait(), 1.0)  # a queue listener's poll interval is 1 s to 1 min
+        latency = time.monotonic() - started
+        assert latency < 0.5
+        await asyncio.sleep(0.05)
+        assert not woken_a.is_set()  # its own notification is dropped (the host's wrapper woke it)
+        woken_b.clear()
+        await a.queues().put_message("Work", "later", visibility_timeout=30)  # invisible: no wake-up
+        await asyncio.sleep(0.1)
+        assert not woken_b.is_set()
     finally:
         await a.aclose()
         await b.aclose()

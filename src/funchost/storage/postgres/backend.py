@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from funchost.clock import Clock, SystemClock
+from funchost.runtime.signals import Signals
 from funchost.settings.app_settings import AppSettings
 from funchost.settings.connections import StorageConnection
 from funchost.storage.backend import StorageBackend, create_backend
@@ -27,6 +28,7 @@ from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.postgres.blobs import PostgresBlobAccount
 from funchost.storage.postgres.config import PostgresConfig, postgres_config
 from funchost.storage.postgres.db import PgDatabase, ServerClock
+from funchost.storage.postgres.notify import QueueWakeups
 from funchost.storage.postgres.queues import PostgresQueueService
 from funchost.storage.queues import QueueService
 from funchost.storage.secrets import SecretStore
@@ -75,10 +77,21 @@ class PostgresStorage:
     def queues(self, connection: str | None = None) -> QueueService:
         account = self.connection(connection, "queue").account_name
         database = self.database
+        wakeups = self._wakeups()
+        wakeups.start()
         with self._lock:
             service: QueueService = self._shared.setdefault(
-                f"queues:{account}", PostgresQueueService(database, account, self.clock))
+                f"queues:{account}", PostgresQueueService(database, account, self.clock, wakeups.touch))
         return service
+
+    def _wakeups(self) -> QueueWakeups:
+        with self._lock:
+            wakeups: QueueWakeups = self._shared.setdefault("wakeups", QueueWakeups(self.config))
+        return wakeups
+
+    def attach_signals(self, signals: Signals) -> None:
+        """The host's in-process topics: other hosts' puts (LISTEN/NOTIFY) wake its queue listeners."""
+        self._wakeups().attach(signals)
 
     def blobs(self, connection: str | None = None) -> PostgresBlobAccount:
         account = self.connection(connection, "blob").account_name
@@ -161,7 +174,7 @@ class PostgresStorage:
             services = list(self._shared.values())
             self._shared.clear()
         for service in services:
-            if isinstance(service, PostgresBlobAccount | PostgresQueueService):
+            if isinstance(service, PostgresBlobAccount | PostgresQueueService | QueueWakeups):
                 await service.aclose()
         if local is not None:
             await local.aclose()
