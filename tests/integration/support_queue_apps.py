@@ -101,14 +101,16 @@ async def eventually(probe: Callable[[], Awaitable[T]], what: str, timeout: floa
 
 class QueueBackend:
     def __init__(self, name: str, data_dir: Path, connection_string: str | None,
-                 rest_ports: list[int] | None = None) -> None:
-        self.name = name  # "embedded" | "rest" | "azurite": what known_deviation() is given
+                 rest_ports: list[int] | None = None, postgres: dict[str, str] | None = None) -> None:
+        self.name = name  # "embedded" | "rest" | "azurite" | "postgres": what known_deviation() is given
         self.data_dir = data_dir
         self.connection_string = connection_string
         self.storage_kind = "azure" if connection_string and rest_ports is None else "embedded"
+        if postgres is not None:  # FUNCHOST_POSTGRES and FUNCHOST_POSTGRES_SCHEMA
+            self.storage_kind = "postgres"
         self.prefix = "qt" + uuid.uuid4().hex[:10]
         storage = connection_string or "UseDevelopmentStorage=true"
-        self.settings = {"AzureWebJobsStorage": storage}
+        self.settings = {"AzureWebJobsStorage": storage, **(postgres or {})}
         if rest_ports is not None:
             self.settings["FUNCHOST_STORAGE_ENDPOINTS"] = ",".join(map(str, rest_ports))
         app_settings = AppSettings(self.settings, environ={})

@@ -1,5 +1,6 @@
 """Queue-trigger behaviour through the real in-process host: embedded storage written in-process,
-embedded storage written through funchost's own storage endpoints ("rest"), and Azurite.
+embedded storage written through funchost's own storage endpoints ("rest"), queues on PostgreSQL
+(`--storage postgres`) and Azurite.
 
 The unit tests in `tests/unit/queue/` drive the same rules with a ManualClock on embedded
 storage only; Azurite keeps real time, so here both backends run on the `SystemClock` with short
@@ -25,7 +26,8 @@ from funchost.clock import SystemClock
 from funchost.settings.connections import DEVSTORE_ACCOUNT, DEVSTORE_KEY
 from funchost.testing import HostHarness, write_app
 
-BACKENDS = ["embedded", "rest", pytest.param("azurite", marks=pytest.mark.azurite)]
+BACKENDS = ["embedded", "rest", pytest.param("postgres", marks=pytest.mark.postgres),
+            pytest.param("azurite", marks=pytest.mark.azurite)]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -37,7 +39,11 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         connection = (f"DefaultEndpointsProtocol=http;AccountName={DEVSTORE_ACCOUNT};AccountKey={DEVSTORE_KEY};"
                       f"BlobEndpoint=http://127.0.0.1:{ports[0]}/{DEVSTORE_ACCOUNT};"
                       f"QueueEndpoint=http://127.0.0.1:{ports[1]}/{DEVSTORE_ACCOUNT}")
-    queues = QueueBackend(str(request.param), tmp_path / "data", connection, ports)
+    postgres = None
+    if request.param == "postgres":
+        postgres = {"FUNCHOST_POSTGRES": request.getfixturevalue("postgres_dsn"),
+                    "FUNCHOST_POSTGRES_SCHEMA": request.getfixturevalue("postgres_schema")}
+    queues = QueueBackend(str(request.param), tmp_path / "data", connection, ports, postgres)
     yield queues
     await queues.aclose()
 

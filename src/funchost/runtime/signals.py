@@ -35,6 +35,11 @@ class Signals:
 
         return unsubscribe
 
+    def topics(self) -> list[Hashable]:
+        """The topics that have subscribers now."""
+        with self._lock:
+            return [topic for topic, callbacks in self._subscribers.items() if callbacks]
+
     def publish(self, topic: Hashable) -> None:
         """Safe from any thread; callbacks run on the bound loop."""
         with self._lock:

@@ -58,6 +58,9 @@ class HostStorage:
         self._wrapped: dict[tuple[int, str], tuple[object, object]] = {}
         self._accounts: dict[str, HostStorage] = {}
         self.blob_origin: str | None = None  # where the Blob endpoint is served, once it is (storage_endpoints)
+        attach = getattr(backend, "attach_signals", None)
+        if signals is not None and attach is not None:  # a backend that wakes this host for other hosts' writes
+            attach(signals)
 
     def _wrap(self, inner: S, kind: str, wrap: Callable[[S], W]) -> W:
         """One wrapper of each kind per backend service object (the backend caches those per

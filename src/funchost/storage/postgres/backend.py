@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from funchost.clock import Clock, SystemClock
+from funchost.runtime.signals import Signals
 from funchost.settings.app_settings import AppSettings
 from funchost.settings.connections import StorageConnection
 from funchost.settings.postgres import PostgresConfig, postgres_config
@@ -28,13 +29,15 @@ from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.postgres.blobs import PostgresBlobAccount
 from funchost.storage.postgres.connect import connect_sync
 from funchost.storage.postgres.db import PgDatabase, ServerClock
+from funchost.storage.postgres.notify import QueueWakeups
+from funchost.storage.postgres.queues import PostgresQueueService
 from funchost.storage.queues import QueueService
 from funchost.storage.secrets import SecretStore
 from funchost.storage.servicebus import ServiceBusBroker
 from funchost.storage.tables import TableService
 
 # Services still kept in the data folder with --storage postgres (what the banner lists as local).
-LOCAL = ("queues", "tables", "documents", "durable", "servicebus", "eventhubs", "invocation history")
+LOCAL = ("tables", "documents", "durable", "servicebus", "eventhubs", "invocation history")
 # Every service a host keeps, by the name LOCAL uses, as the banner names it.
 SERVICES = {"queues": "queues", "blobs": "blobs (and timer locks, blob-trigger receipts)", "eventgrid": "Event Grid",
             "keys": "keys", "tables": "tables", "documents": "documents", "durable": "Durable task hubs",
@@ -83,7 +86,23 @@ class PostgresStorage:
         return self._local().connection(name, service)
 
     def queues(self, connection: str | None = None) -> QueueService:
-        return self._local().queues(connection)
+        account = self.connection(connection, "queue").account_name
+        database = self.database
+        wakeups = self._wakeups()
+        wakeups.start()
+        with self._lock:
+            service: QueueService = self._shared.setdefault(
+                f"queues:{account}", PostgresQueueService(database, account, self.clock, wakeups.touch))
+        return service
+
+    def _wakeups(self) -> QueueWakeups:
+        with self._lock:
+            wakeups: QueueWakeups = self._shared.setdefault("wakeups", QueueWakeups(self.config))
+        return wakeups
+
+    def attach_signals(self, signals: Signals) -> None:
+        """The host's in-process topics: other hosts' puts (LISTEN/NOTIFY) wake its queue listeners."""
+        self._wakeups().attach(signals)
 
     def blobs(self, connection: str | None = None) -> PostgresBlobAccount:
         account = self.connection(connection, "blob").account_name
@@ -166,7 +185,7 @@ class PostgresStorage:
             services = list(self._shared.values())
             self._shared.clear()
         for service in services:
-            if isinstance(service, PostgresBlobAccount):
+            if isinstance(service, PostgresBlobAccount | PostgresQueueService | QueueWakeups):
                 await service.aclose()
         if local is not None:
             await local.aclose()
