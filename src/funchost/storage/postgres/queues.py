@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from funchost.clock import Clock
@@ -34,27 +33,18 @@ from funchost.errors import (
 )
 from funchost.storage.postgres import queue_sql as sql
 from funchost.storage.postgres.db import PgDatabase, server_time
+from funchost.storage.queue_ids import PURGE_INTERVAL, id_prefix, random_hex, seq_of, service_time
 from funchost.storage.queue_rules import DEFAULT_TTL, out_of_range
 from funchost.storage.queues import QueueMessage, QueueProperties, UpdateReceipt
-from funchost.storage.sqlite.queues import PURGE_INTERVAL, _hex, _seq_of
 
 MAX_GROUP = 512  # deletes per statement
 Notify = Callable[[str, str], None]
 
 
-def _ts(value: float | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(math.floor(value), UTC)
-
-
-def _prefix() -> str:
-    r = _hex(10)
-    return f"{r[:8]}-{r[8:12]}-4{r[12:15]}-{r[15:19]}-"
-
-
 def _message(row: Any, *, with_receipt: bool = True) -> QueueMessage:
     seq, prefix, content, inserted, expires, visible, count, receipt = row
-    return QueueMessage(f"{prefix}{seq:012x}", content, count, _ts(inserted), _ts(expires),  # type: ignore[arg-type]
-                        _ts(visible) if with_receipt else None, receipt if with_receipt else None)
+    return QueueMessage(f"{prefix}{seq:012x}", content, count, service_time(inserted), service_time(expires),  # type: ignore[arg-type]
+                        service_time(visible) if with_receipt else None, receipt if with_receipt else None)
 
 
 class PostgresQueueService:
@@ -134,7 +124,7 @@ class PostgresQueueService:
     async def put_message(self, name: str, content: str, *, visibility_timeout: int = 0,
                           time_to_live: int | None = None) -> QueueMessage:
         ttl = DEFAULT_TTL if time_to_live is None else time_to_live
-        prefix, receipt = _prefix(), _hex(8)
+        prefix, receipt = id_prefix(), random_hex(8)
         rows = await self._fetch(sql.PUT, self._args(name, p=prefix, c=content, r=receipt, vt=visibility_timeout,
                                                      ttl=None if ttl == -1 else ttl))
         if not rows:
@@ -142,14 +132,14 @@ class PostgresQueueService:
         seq, inserted, expires, visible = rows[0]
         if visibility_timeout == 0:
             self._woke(name)
-        return QueueMessage(f"{prefix}{seq:012x}", content, 0, _ts(inserted), _ts(expires),  # type: ignore[arg-type]
-                            _ts(visible), receipt)
+        return QueueMessage(f"{prefix}{seq:012x}", content, 0, service_time(inserted), service_time(expires),  # type: ignore[arg-type]
+                            service_time(visible), receipt)
 
     async def get_messages(self, name: str, *, max_messages: int = 1,
                            visibility_timeout: int = 30) -> list[QueueMessage]:
         await self._purge()
         rows = await self._fetch(sql.RECEIVE, self._args(name, max=max_messages, vt=visibility_timeout,
-                                                         nonce=_hex(6)))
+                                                         nonce=random_hex(6)))
         if not rows:
             await self._require(name)
         return [_message(r) for r in sorted(rows, key=lambda r: r[0])]
@@ -168,19 +158,19 @@ class PostgresQueueService:
 
     async def update_message(self, name: str, message_id: str, pop_receipt: str, *, visibility_timeout: int,
                              content: str | None = None) -> UpdateReceipt:
-        seq, receipt = _seq_of(message_id), _hex(8)
+        seq, receipt = seq_of(message_id), random_hex(8)
         if seq is not None:
             rows = await self._fetch(sql.UPDATE, self._args(name, s=seq, p=message_id[:24], r=pop_receipt,
                                                             new=receipt, c=content, vt=visibility_timeout))
             if rows:
                 if visibility_timeout == 0:
                     self._woke(name)
-                return UpdateReceipt(receipt, _ts(rows[0][0]))  # type: ignore[arg-type]
+                return UpdateReceipt(receipt, service_time(rows[0][0]))  # type: ignore[arg-type]
         error = (await self._classify([(name, seq, message_id, pop_receipt)]))[0]
         raise error or out_of_range("visibilitytimeout", visibility_timeout)
 
     async def delete_message(self, name: str, message_id: str, pop_receipt: str) -> None:
-        seq = _seq_of(message_id)
+        seq = seq_of(message_id)
         if seq is None:
             error = (await self._classify([(name, None, message_id, pop_receipt)]))[0]
             raise error or MessageNotFound("the specified message does not exist")
@@ -242,7 +232,7 @@ class PostgresQueueService:
 
     async def oldest_insertion_time(self, name: str) -> datetime | None:
         rows = await self._fetch(sql.OLDEST, self._args(name))
-        return _ts(rows[0][0]) if rows else None
+        return service_time(rows[0][0]) if rows else None
 
     def _woke(self, name: str) -> None:
         if self._notify is not None:

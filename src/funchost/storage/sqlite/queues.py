@@ -19,12 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
-import os
-import random
 import sqlite3
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,6 +33,7 @@ from funchost.errors import (
     QueueNotFound,
     StorageError,
 )
+from funchost.storage.queue_ids import PURGE_INTERVAL, message_id, random_hex, seq_of, service_time
 from funchost.storage.queue_rules import DEFAULT_TTL, out_of_range
 from funchost.storage.queues import QueueMessage, QueueProperties, UpdateReceipt
 from funchost.storage.sqlite.db import SqliteDatabase
@@ -63,34 +61,7 @@ CREATE INDEX IF NOT EXISTS messages_visible ON messages(queue, visible_at);
 CREATE INDEX IF NOT EXISTS messages_expiry ON messages(expires_at) WHERE expires_at IS NOT NULL
 """
 
-PURGE_INTERVAL = 60.0  # seconds of clock time between lazy purges of expired messages
 MAX_GROUP = 512  # operations per grouped transaction
-
-_random = random.Random(os.urandom(32))  # ids and receipts: unique, no system call per message
-os.register_at_fork(after_in_child=lambda: _random.seed(os.urandom(32)))
-
-
-def _hex(nbytes: int) -> str:
-    return f"{_random.getrandbits(nbytes * 8):0{nbytes * 2}x}"
-
-
-def _ts(value: float | None) -> datetime | None:
-    # The service reports message times with one-second resolution (RFC 1123 on the wire).
-    return None if value is None else datetime.fromtimestamp(math.floor(value), UTC)
-
-
-def _message_id(seq: int) -> str:
-    r = _hex(10)
-    return f"{r[:8]}-{r[8:12]}-4{r[12:15]}-{r[15:19]}-{seq:012x}"
-
-
-def _seq_of(message_id: str) -> int | None:
-    if not isinstance(message_id, str) or len(message_id) != 36:
-        return None
-    try:
-        return int(message_id[-12:], 16)
-    except ValueError:
-        return None
 
 
 def _row_message(row: sqlite3.Row, *, with_receipt: bool = True) -> QueueMessage:
@@ -98,10 +69,10 @@ def _row_message(row: sqlite3.Row, *, with_receipt: bool = True) -> QueueMessage
         id=row["id"],
         content=row["content"],
         dequeue_count=row["dequeue_count"],
-        insertion_time=_ts(row["inserted_at"]),  # type: ignore[arg-type]
-        expiration_time=_ts(row["expires_at"]),
+        insertion_time=service_time(row["inserted_at"]),  # type: ignore[arg-type]
+        expiration_time=service_time(row["expires_at"]),
         # Peek Messages returns neither a pop receipt nor a next-visible time.
-        next_visible_time=_ts(row["visible_at"]) if with_receipt else None,
+        next_visible_time=service_time(row["visible_at"]) if with_receipt else None,
         pop_receipt=row["pop_receipt"] if with_receipt else None,
     )
 
@@ -247,20 +218,20 @@ class SqliteQueueService:
         now = self._now()
         expires = None if ttl == -1 else now + ttl
         visible = now + visibility_timeout
-        receipt = _hex(8)
+        receipt = random_hex(8)
 
         def op(conn: sqlite3.Connection) -> QueueMessage:
             if conn.execute("SELECT 1 FROM queues WHERE name=?", (name,)).fetchone() is None:
                 raise QueueNotFound(f"queue '{name}' does not exist")
             row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name='messages'").fetchone()
             seq = (row[0] if row else 0) + 1
-            message_id = _message_id(seq)
+            new_id = message_id(seq)
             conn.execute(
                 "INSERT INTO messages(seq, queue, id, content, inserted_at, expires_at, visible_at,"
                 " dequeue_count, pop_receipt) VALUES (?,?,?,?,?,?,?,0,?)",
-                (seq, name, message_id, content, now, expires, visible, receipt))
-            return QueueMessage(message_id, content, 0, _ts(now), _ts(expires), _ts(visible),  # type: ignore[arg-type]
-                                receipt)
+                (seq, name, new_id, content, now, expires, visible, receipt))
+            return QueueMessage(new_id, content, 0, service_time(now), service_time(expires),  # type: ignore[arg-type]
+                                service_time(visible), receipt)
 
         return await self._writes.run(op)
 
@@ -271,7 +242,7 @@ class SqliteQueueService:
         purge = now - self._last_purge >= PURGE_INTERVAL
         if purge:
             self._last_purge = now
-        nonce = _hex(6)
+        nonce = random_hex(6)
 
         def op(conn: sqlite3.Connection) -> list[QueueMessage]:
             if conn.execute("SELECT 1 FROM queues WHERE name=?", (name,)).fetchone() is None:
@@ -315,8 +286,8 @@ class SqliteQueueService:
     ) -> UpdateReceipt:
         now = self._now()
         visible = now + visibility_timeout
-        receipt = _hex(8)
-        seq = _seq_of(message_id)
+        receipt = random_hex(8)
+        seq = seq_of(message_id)
 
         def op(conn: sqlite3.Connection) -> UpdateReceipt:
             row = self._find(conn, name, message_id, seq, pop_receipt, now)
@@ -327,13 +298,13 @@ class SqliteQueueService:
             else:
                 conn.execute("UPDATE messages SET visible_at=?, pop_receipt=?, content=? WHERE seq=?",
                              (visible, receipt, content, seq))
-            return UpdateReceipt(receipt, _ts(visible))  # type: ignore[arg-type]
+            return UpdateReceipt(receipt, service_time(visible))  # type: ignore[arg-type]
 
         return await self._writes.run(op)
 
     async def delete_message(self, name: str, message_id: str, pop_receipt: str) -> None:
         now = self._now()
-        seq = _seq_of(message_id)
+        seq = seq_of(message_id)
 
         def op(conn: sqlite3.Connection) -> None:
             self._find(conn, name, message_id, seq, pop_receipt, now)
@@ -356,7 +327,7 @@ class SqliteQueueService:
     async def oldest_insertion_time(self, name: str) -> datetime | None:
         row = await self._db.read(lambda c: c.execute(
             "SELECT min(inserted_at) FROM messages WHERE queue=?", (name,)).fetchone())
-        return _ts(row[0]) if row and row[0] is not None else None
+        return service_time(row[0]) if row and row[0] is not None else None
 
     @staticmethod
     def _find(conn: sqlite3.Connection, name: str, message_id: str, seq: int | None,
