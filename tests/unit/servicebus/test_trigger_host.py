@@ -398,3 +398,57 @@ async def test_output_entity_names_resolve_the_standard_binding_expressions(func
     response = await host.http("POST", "/api/audit", json={"data": {"region": "emea"}})
     assert response.text == "OK"
     assert await host.servicebus.bodies(f"audit-emea-{host.clock.now():%Y}") == ["entry"]
+
+
+DEAD_LETTERS = """
+import azure.functions as func
+app = func.FunctionApp()
+SEEN = []
+
+@app.service_bus_queue_trigger(arg_name="msg", queue_name="orders", connection="ServiceBus")
+def orders(msg: func.ServiceBusMessage) -> None:
+    raise RuntimeError("bad order")
+
+@app.service_bus_queue_trigger(arg_name="msg", queue_name="orders/$deadletterqueue", connection="ServiceBus")
+def dead_orders(msg: func.ServiceBusMessage) -> None:
+    SEEN.append(("queue", msg.get_body().decode(), dict(msg.application_properties)))
+
+@app.service_bus_topic_trigger(arg_name="msg", topic_name="events", subscription_name="audit/$deadletterqueue",
+                               connection="ServiceBus")
+def dead_audit(msg: func.ServiceBusMessage) -> None:
+    SEEN.append(("subscription", msg.get_body().decode(), dict(msg.application_properties)))
+
+@app.service_bus_queue_trigger(arg_name="msg", queue_name="events/Subscriptions/billing/$DeadLetterQueue",
+                               connection="ServiceBus")
+def dead_billing(msg: func.ServiceBusMessage) -> None:
+    SEEN.append(("path", msg.get_body().decode(), dict(msg.application_properties)))
+"""
+
+
+async def test_dead_letter_sub_queues_are_trigger_sources(funchost_app, tmp_path):
+    """`orders/$deadletterqueue`, a subscription's through subscription_name and as a path: the usual
+    way to process dead letters on Azure, with DeadLetterReason / DeadLetterErrorDescription."""
+    config = {"UserConfig": {"Namespaces": [{"Name": "sbemulatorns",
+                                              "Queues": [{"Name": "orders", "Properties": {"MaxDeliveryCount": 2}}],
+                                              "Topics": [{"Name": "events", "Subscriptions": [
+                                                  {"Name": "audit"}, {"Name": "billing"}]}]}]}}
+    host = await start(funchost_app, tmp_path, DEAD_LETTERS, files={"Config.json": json.dumps(config)})
+    for name in ("orders", "dead_orders", "dead_audit", "dead_billing"):
+        assert host.runtime.function_errors.of(name) == [], name
+    await host.servicebus.send("orders", "o-1")
+    await host.servicebus.send("events", "e-1")
+    for _ in range(6):
+        await host.advance(5)
+    namespace = host.servicebus.namespace
+    for subscription in ("audit", "billing"):
+        [message] = await namespace.broker.receive(f"events/Subscriptions/{subscription}", 1)
+        await namespace.broker.dead_letter(f"events/Subscriptions/{subscription}", message.lock_token,
+                                           "Unroutable", f"no handler for {subscription}")
+    for _ in range(3):
+        await host.advance(5)
+    seen = {kind: (body, props) for kind, body, props in module().SEEN}
+    assert seen["queue"] == ("o-1", {"DeadLetterReason": "MaxDeliveryCountExceeded",
+                                     "DeadLetterErrorDescription": "Message could not be consumed after 2 delivery "
+                                                                   "attempts."})
+    assert seen["subscription"][1]["DeadLetterReason"] == "Unroutable"
+    assert seen["path"][1]["DeadLetterErrorDescription"] == "no handler for billing"

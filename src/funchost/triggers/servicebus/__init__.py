@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from funchost.errors import AppLoadError, ConfigError, InvalidInput
-from funchost.indexing.spec import FunctionSpec
+from funchost.indexing.spec import BindingSpec, FunctionSpec
 from funchost.invocation.contracts import InvocationRequest
 from funchost.runtime.contracts import Listener, Runtime
 from funchost.servicebus.config import load_config
@@ -23,6 +23,7 @@ from funchost.servicebus.namespaces import announce, open_namespace, resolve_con
 from funchost.storage.servicebus import (
     ReceivedMessage,
     ServiceBusError,
+    split_dead_letter,
     subscription_path,
     validate_entity_name,
     validate_subscription_name,
@@ -42,13 +43,34 @@ def listener_of(runtime: Runtime, function_name: str) -> ServiceBusListener | No
 
 
 def entity_of(function: FunctionSpec) -> tuple[str, str]:
-    """(receive path, wake-up entity): the queue, or `<topic>/Subscriptions/<sub>` and its topic."""
+    """(receive path, wake-up entity): the queue, or `<topic>/Subscriptions/<sub>` and its topic;
+    either may end in `/$deadletterqueue`, the usual way to process dead letters on Azure (the
+    extension hands the path to the SDK's receiver, which reads the sub-queue)."""
     trigger = function.trigger
     queue = trigger.get("queueName")
     if queue:
-        return str(queue), str(queue)
+        base, _ = split_dead_letter(str(queue))
+        return str(queue), base.partition("/Subscriptions/")[0]
     topic, subscription = str(trigger.get("topicName") or ""), str(trigger.get("subscriptionName") or "")
     return subscription_path(topic, subscription), topic
+
+
+def _validate_source(trigger: BindingSpec) -> None:
+    """The entity a trigger reads: a queue, `topic/Subscriptions/sub` as a queue name, or a topic and
+    subscription; each may name its `$deadletterqueue` sub-queue."""
+    if trigger.get("queueName"):
+        path, _ = split_dead_letter(str(trigger.get("queueName")))
+        topic, marker, subscription = path.partition("/Subscriptions/")
+        if marker:
+            validate_entity_name(topic, "topic")
+            validate_subscription_name(subscription)
+        else:
+            validate_entity_name(path, "queue")
+    elif trigger.get("topicName"):
+        validate_entity_name(str(trigger.get("topicName")), "topic")
+        validate_subscription_name(split_dead_letter(str(trigger.get("subscriptionName") or ""))[0])
+    else:
+        raise ConfigError("set queue_name, or topic_name and subscription_name")
 
 
 def servicebus_options(runtime: Runtime) -> ServiceBusOptions:
@@ -88,13 +110,7 @@ class ServiceBusTriggerSupport:
 
         trigger = function.trigger
         try:
-            if trigger.get("queueName"):
-                validate_entity_name(str(trigger.get("queueName")), "queue")
-            elif trigger.get("topicName"):
-                validate_entity_name(str(trigger.get("topicName")), "topic")
-                validate_subscription_name(str(trigger.get("subscriptionName") or ""))
-            else:
-                raise fail("set queue_name, or topic_name and subscription_name")
+            _validate_source(trigger)
             is_batch(function)
             _flag(function, "isSessionsEnabled", False)
             _flag(function, "autoCompleteMessages", True)

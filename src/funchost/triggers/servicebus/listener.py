@@ -24,7 +24,13 @@ from funchost.listeners.delays import RandomizedExponentialBackoff
 from funchost.listeners.poll_loop import PollLoop
 from funchost.runtime.contracts import Runtime
 from funchost.servicebus.namespaces import ServiceBusNamespace
-from funchost.storage.servicebus import ReceivedMessage, ServiceBusError, SessionLock, SessionLockLost
+from funchost.storage.servicebus import (
+    ReceivedMessage,
+    ServiceBusError,
+    SessionLock,
+    SessionLockLost,
+    split_dead_letter,
+)
 from funchost.triggers.servicebus.messages import build_batch, build_single
 from funchost.triggers.servicebus.options import ServiceBusOptions
 from funchost.triggers.servicebus.processor import LOST, LockRenewal, Settler, renew_delay
@@ -104,9 +110,15 @@ class ServiceBusListener:
 
     async def _check_entity(self) -> None:
         await self.namespace.ensure_entity(self.path)
-        info = await self.broker.get_entity(self.path)  # a real namespace: is it reachable?
+        entity, dead_letters = split_dead_letter(self.path)
+        info = await self.broker.get_entity(entity)  # a real namespace: is it reachable?
         if not self.namespace.embedded:
             return  # the service itself refuses a mismatched (non-)session receiver
+        if dead_letters:
+            if self.sessions:  # a dead-letter queue has no sessions, even one of a session entity
+                raise ValueError(f"'{self.path}' is a dead-letter queue: it has no sessions (remove "
+                                 "is_sessions_enabled)")
+            return
         if info.properties.requires_session and not self.sessions:
             raise ValueError(f"the entity '{self.path}' requires sessions: it is not possible for an entity that "
                              "requires sessions to create a non-sessionful message receiver (set "
