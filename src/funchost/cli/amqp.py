@@ -10,10 +10,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
-import sys
 from pathlib import Path
 
+from funchost.cli.common import run_server, serve_until_stopped
 from funchost.errors import FunchostError
 from funchost.settings.local_settings import load_local_settings
 
@@ -68,11 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(_serve(args))
-    except FunchostError as exc:
-        print(f"error: {exc}", file=sys.stderr, flush=True)
-        return 1
+    return run_server(_serve, args)
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -90,18 +85,5 @@ async def _serve(args: argparse.Namespace) -> int:
     # No host in this process: listeners of a `funchost start` elsewhere find new messages by polling.
     storage = open_storage("embedded", data, settings, SystemClock(), signals=signals)
     endpoint = build_endpoint(storage, app, settings, signals, data, AmqpSettings(args.bind, args.port))
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await endpoint.start()
-        print(f"funchost AMQP endpoint (data: {data})", flush=True)
-        for line in endpoint.describe():
-            print(line, flush=True)
-        print("Press Ctrl+C to stop.", flush=True)
-        await stop.wait()
-    finally:
-        await endpoint.stop()
-        await storage.aclose()
-    return 0
+    return await serve_until_stopped(endpoint, storage, f"funchost AMQP endpoint (data: {data})",
+                                     lambda: "Press Ctrl+C to stop.")

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from funchost.clock import SystemClock
 from funchost.errors import FunchostError
@@ -108,3 +111,40 @@ class Progress:
     def finish(self) -> None:
         if self._tty:
             print(file=sys.stderr)
+
+
+class Served(Protocol):
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def describe(self) -> list[str]: ...
+
+
+def run_server(serve: Callable[[argparse.Namespace], Coroutine[Any, Any, int]], args: argparse.Namespace) -> int:
+    """A `... serve` command: its coroutine run to the end; a FunchostError is one line and exit 1."""
+    try:
+        return asyncio.run(serve(args))
+    except FunchostError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return 1
+
+
+async def serve_until_stopped(server: Served, storage: HostStorage, title: str, footer: Callable[[], str]) -> int:
+    """Start `server`, print `title`, its lines and `footer()` (ports chosen at start are known by
+    then), serve until SIGINT / SIGTERM, then stop it and close its storage."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await server.start()
+        print(title, flush=True)
+        for line in server.describe():
+            print(line, flush=True)
+        print(footer(), flush=True)
+        await stop.wait()
+    finally:
+        await server.stop()
+        await storage.aclose()
+    return 0

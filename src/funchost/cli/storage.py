@@ -8,13 +8,15 @@ app; a `funchost start` on the same data folder shares the data (and the ports).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import signal
-import sys
 from pathlib import Path
 
-from funchost.cli.common import add_backend_options, apply_backend_options
+from funchost.cli.common import (
+    add_backend_options,
+    apply_backend_options,
+    run_server,
+    serve_until_stopped,
+)
 from funchost.clock import SystemClock
 from funchost.errors import FunchostError
 from funchost.settings.app_settings import AppSettings
@@ -76,11 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(_serve(args))
-    except FunchostError as exc:
-        print(f"error: {exc}", file=sys.stderr, flush=True)
-        return 1
+    return run_server(_serve, args)
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -104,19 +102,8 @@ async def _serve(args: argparse.Namespace) -> int:
     root = data / "storage"
     endpoints = StorageEndpoints(HostAccounts(storage), accounts, clock, data_identity(storage.secrets()), settings,
                                  record_dir=root)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await endpoints.start()
-        print(f"funchost storage endpoints (data: {data})", flush=True)
-        for line in endpoints.describe():
-            print(line, flush=True)
-        print(f"Accounts: {', '.join(accounts.names)}. Connection string for devstoreaccount1:\n"
-              f"  {endpoints.connection_string()}\nPress Ctrl+C to stop.", flush=True)
-        await stop.wait()
-    finally:
-        await endpoints.stop()
-        await storage.aclose()
-    return 0
+    def footer() -> str:
+        return (f"Accounts: {', '.join(accounts.names)}. Connection string for devstoreaccount1:\n"
+                f"  {endpoints.connection_string()}\nPress Ctrl+C to stop.")
+
+    return await serve_until_stopped(endpoints, storage, f"funchost storage endpoints (data: {data})", footer)
