@@ -92,3 +92,32 @@ async def test_a_put_that_never_reached_storage_fails_the_invocation_without_out
         assert len(await host.queues.peek("results")) == 1  # only the retry's write landed
     finally:
         await host.stop()
+
+
+HTTP_APP = """
+import azure.functions as func
+app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+@app.route(route="accept", methods=["POST"])
+@app.queue_output(arg_name="out", queue_name="accepted", connection="AzureWebJobsStorage")
+def accept(req: func.HttpRequest, out: func.Out[str]) -> func.HttpResponse:
+    out.set(req.get_body().decode())
+    return func.HttpResponse("accepted", status_code=202)
+"""
+
+
+async def test_an_http_write_storage_cannot_take_answers_503_with_retry_after(tmp_path: Path) -> None:
+    write_app(tmp_path / "app", HTTP_APP)
+    host = HostHarness(tmp_path / "app", data_dir=tmp_path / "data")
+    await host.start()
+    try:
+        await host.queues.create("accepted")
+        host.faults.arm("queue.put.before", ServiceUnavailable("the server is away"))
+        refused = await host.http("POST", "/api/accept", content=b"one")
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+        assert await host.queues.peek("accepted") == []  # refused, so the caller knows to send it again
+        accepted = await host.http("POST", "/api/accept", content=b"one")
+        assert accepted.status_code == 202
+        assert len(await host.queues.peek("accepted")) == 1
+    finally:
+        await host.stop()

@@ -13,6 +13,7 @@ from typing import Any
 
 from azure.functions.meta import Datum
 
+from funchost.errors import StorageError
 from funchost.invocation.contracts import InvocationRequest
 from funchost.invocation.native import LazyMapping
 from funchost.runtime.contracts import Runtime
@@ -43,6 +44,19 @@ HOME_PAGE = (
 )
 _HTML = [(b"content-type", b"text/html; charset=utf-8")]
 _ANONYMOUS = KeyMatch(AuthLevel.ANONYMOUS)
+RETRY_AFTER = b"1"  # seconds: a storage server that went away is usually back within a few
+
+
+def storage_unavailable(error: BaseException | None) -> bool:
+    """The invocation failed because storage was unreachable or busy (ServerBusy, 503), however
+    the binding or the retry policy wrapped that error: answer 503, not 500."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, StorageError) and error.status == 503:
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def _truthy(value: str | None) -> bool:
@@ -184,7 +198,10 @@ class FunctionsApp:
         )
         result = await self.runtime.invoker.invoke(invocation)
         if not result.succeeded:
-            await respond(send, 500)
+            if storage_unavailable(result.error):  # the server is away: the caller may retry
+                await respond(send, 503, b"", [(b"retry-after", RETRY_AFTER)])
+            else:
+                await respond(send, 500)
             return
         output_name = self.outputs.get(route.function.name)
         datum: Datum | None = result.outputs.get(output_name) if output_name else None
