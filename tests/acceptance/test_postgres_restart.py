@@ -1,0 +1,43 @@
+"""A PostgreSQL restart in the middle of a queue drain (`--storage postgres`): the host keeps
+running, reconnects by itself, loses no message and runs none twice that had completed."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from tests.acceptance.support import copy_example, run_cli, start_funchost, stop_funchost, wait_until
+from tests.acceptance.test_queue_hosts import task_lines
+from tests.support.postgres import PostgresServer
+
+pytestmark = [pytest.mark.acceptance, pytest.mark.postgres]
+
+TIMEOUT = 60.0
+
+
+def test_a_server_restart_mid_drain_loses_nothing_and_reruns_nothing_completed(
+        tmp_path: Path, postgres_server: PostgresServer, postgres_schema: str) -> None:
+    app = copy_example("queues", tmp_path)
+    log = tmp_path / "tasks.log"
+    env = {"FUNCHOST_POSTGRES": postgres_server.dsn, "FUNCHOST_POSTGRES_SCHEMA": postgres_schema,
+           "TASK_LOG": str(log), "FUNCHOST_QUEUE_RECEIVE_VISIBILITY": "5"}
+    host = start_funchost(app, "--storage", "postgres", "--no-storage-endpoints", "--no-amqp",
+                          data_dir=tmp_path / "data", env=env)
+    try:
+        bodies = [f"job-{i}" for i in range(800)]
+        (tmp_path / "bodies.txt").write_text("\n".join(bodies) + "\n")
+        run_cli("queue", "send", "tasks", "--file", str(tmp_path / "bodies.txt"), "--app", str(app),
+                "--data", str(tmp_path / "sender"), "--storage", "postgres", env=env)
+        wait_until(lambda: len(task_lines(log)) >= 150, "the drain to start", TIMEOUT, [host])
+        postgres_server.restart()
+        wait_until(lambda: set(bodies) <= {b for k, b, _, _ in task_lines(log) if k == "done"},
+                   "the drain to finish after the restart", TIMEOUT, [host])
+        time.sleep(1.0)  # anything run twice would show by now
+        counts = Counter(body for kind, body, _, _ in task_lines(log) if kind == "done")
+        assert set(counts) == set(bodies)
+        assert max(counts.values()) == 1, sorted(b for b, c in counts.items() if c > 1)
+        assert host.process.poll() is None, host.output()
+    finally:
+        stop_funchost(host)
