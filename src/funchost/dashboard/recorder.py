@@ -258,6 +258,11 @@ class LogCapture(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:  # handle() does the work
         self.handle(record)
 
+    def takes_invocation_line(self, invocation_id: str) -> bool:
+        """Whether a line of this invocation would be kept (`direct_lines.LineObserver`): only
+        while its attempt runs, so never the Executing/Executed lines written around it."""
+        return invocation_id in self.recorder.running
+
 
 def _message(record: logging.LogRecord) -> str:
     try:

@@ -15,6 +15,7 @@ import time
 import traceback
 from typing import Any
 
+from funchost import direct_lines
 from funchost.invocation.contracts import InvocationRequest, InvocationResult
 from funchost.invocation.middleware import CallNext, Invocation
 from funchost.invocation.plan import InvocationPlan
@@ -65,9 +66,12 @@ _RECORD_BASE: dict[str, Any] = {}
 
 
 def _emit(level: int, message: str, fields: dict[str, Any]) -> None:
-    """`results_log.log(level, message, extra=fields)` for the two lines of every invocation,
-    without LogRecord's per-call work that console lines never show (source file, thread and
-    process names): the message is already formatted and the caller has checked the level."""
+    """`results_log.log(level, message, extra=fields)` for the two lines of every invocation:
+    straight to the console when no other handler would see the record (`direct_lines`), else a
+    record without LogRecord's per-call work that console lines never show (source file, thread
+    and process names). The message is already formatted and the caller has checked the level."""
+    if direct_lines.write(level, message, fields):
+        return
     if not _RECORD_BASE:
         template = logging.LogRecord(results_log.name, logging.INFO, "(unknown file)", 0, "", (), None)
         _RECORD_BASE.update(vars(template))
