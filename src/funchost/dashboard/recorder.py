@@ -36,12 +36,13 @@ from funchost.invocation.http_response import HttpResponseDatum
 from funchost.invocation.middleware import Invocation
 from funchost.storage.invocations import (
     FAILED,
+    FIELDS,
     MAX_LOG_LINES,
     MAX_MESSAGE_CHARS,
     SUCCEEDED,
     InvocationHistoryStore,
     InvocationRecord,
-    LogLine,
+    RecordBatch,
 )
 
 if TYPE_CHECKING:
@@ -70,10 +71,7 @@ def middleware(runtime: Runtime) -> HistoryRecorder | None:
 # full under load, and a serving host then ran young and full collections several times as often
 # (measured: benchmarks/README.md, "The dashboard's cost"). Only what the record needs is kept, so
 # the request and result (trigger data, outputs) are freed at once.
-FIELDS = len(InvocationRecord._fields)
 STACK = InvocationRecord._fields.index("stack")
-DETAILS = InvocationRecord._fields.index("details")
-LOGS = InvocationRecord._fields.index("logs")
 
 
 class HistoryRecorder:
@@ -197,7 +195,7 @@ class HistoryRecorder:
         written = 0
         self._wall = self.clock.now().timestamp() - self.clock.monotonic()  # follows changes of the system time
         if batch:
-            records = [to_record(batch[i:i + FIELDS]) for i in range(0, len(batch), FIELDS)]
+            records = to_records(batch)
             try:
                 await store.append(records)
                 written = len(records)
@@ -291,16 +289,14 @@ def _plain_details(details: Mapping[str, Any]) -> bytes | Mapping[str, Any]:
         return details
 
 
-def to_record(values: list[Any]) -> InvocationRecord:
-    """The record of one pending attempt (its FIELDS values, changed in place)."""
-    stack = values[STACK]
-    if isinstance(stack, BaseException):
-        values[STACK] = clip("".join(traceback.format_exception(type(stack), stack, stack.__traceback__)).rstrip())
-    details = values[DETAILS]
-    values[DETAILS] = marshal.loads(details) if type(details) is bytes else dict(details)
-    lines = values[LOGS]
-    values[LOGS] = tuple(map(LogLine._make, marshal.loads(lines))) if lines is not None else ()
-    return InvocationRecord._make(values)
+def to_records(values: list[Any]) -> RecordBatch:
+    """The records of pending attempts: their values as they wait, with a failure's exception
+    turned into its stack trace (in place). No object per record: the store encodes the values."""
+    for index, stack in enumerate(values[STACK::FIELDS]):
+        if stack is not None and isinstance(stack, BaseException):
+            values[index * FIELDS + STACK] = clip(
+                "".join(traceback.format_exception(type(stack), stack, stack.__traceback__)).rstrip())
+    return RecordBatch(values)
 
 
 def result_summary(request: InvocationRequest, result: InvocationResult) -> str | None:

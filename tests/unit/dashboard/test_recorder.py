@@ -13,9 +13,9 @@ from tests.unit.dashboard.support import dashboard, dashboard_host
 
 from funchost.clock import ManualClock
 from funchost.dashboard.options import DashboardOptions
-from funchost.dashboard.recorder import DETAILS, HistoryRecorder, LogCapture, middleware
+from funchost.dashboard.recorder import HistoryRecorder, LogCapture, middleware
 from funchost.invocation.contracts import InvocationRequest
-from funchost.storage.invocations import FAILED, InvocationRecord
+from funchost.storage.invocations import DETAILS, FAILED, InvocationRecord
 from funchost.testing import HostHarness, write_app
 
 APP = """
