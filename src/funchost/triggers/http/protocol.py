@@ -12,8 +12,7 @@ does not (the numbers are in `limits.py`):
   `Heartbeat` does, so the per-request path arms no timer;
 * a cap on concurrent connections: beyond it a connection gets 503 and is closed;
 * a malformed request that follows pipelined valid ones is answered after their responses, and
-  a client that half-closes after its request still gets the response;
-* a response's head is written with its first body bytes, as Kestrel writes it (`held_head`).
+  a client that half-closes after its request still gets the response.
 
 Rejections are written as Kestrel writes them: the status, an empty body, ``Connection: close``.
 """
@@ -30,7 +29,6 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from funchost.triggers.http.held_head import hold_heads
 from funchost.triggers.http.limits import HEARTBEAT_SECONDS, ServerLimits
 
 log = logging.getLogger("funchost.http")
@@ -207,10 +205,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             raise Rejected(431, "too many request headers")
         if self._head_bound > self._max_header_bytes and header_bytes(headers) > self._max_header_bytes:
             raise Rejected(431, "request headers too large")
-        earlier = self.cycle
         super().on_headers_complete()
-        if self.cycle is not earlier:  # a request cycle (not an upgrade): its head goes out with its body
-            hold_heads(self.cycle, self.transport, self.loop)
         self._phase = BODY
         self._body_bytes = 0
         self._body_seconds = 0.0
