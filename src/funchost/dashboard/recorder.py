@@ -21,6 +21,7 @@ down or stop the functions it observes.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import marshal
 import traceback
@@ -35,6 +36,7 @@ from funchost.invocation.contracts import InvocationRequest, InvocationResult
 from funchost.invocation.http_response import HttpResponseDatum
 from funchost.invocation.middleware import Invocation
 from funchost.storage.invocations import (
+    DETAILS,
     FAILED,
     FIELDS,
     MAX_LOG_LINES,
@@ -72,6 +74,7 @@ def middleware(runtime: Runtime) -> HistoryRecorder | None:
 # (measured: benchmarks/README.md, "The dashboard's cost"). Only what the record needs is kept, so
 # the request and result (trigger data, outputs) are freed at once.
 STACK = InvocationRecord._fields.index("stack")
+FUNCTION = InvocationRecord._fields.index("function")
 
 
 class HistoryRecorder:
@@ -121,15 +124,10 @@ class HistoryRecorder:
             del pending[:FIELDS]
             self.dropped += 1
         retry = invocation.retry_context
-        details: bytes | Mapping[str, Any]
-        if function.name in self._plain_first:
-            details = _plain_details(request.details)
-        else:
-            try:
-                details = marshal.dumps(request.details)  # type: ignore[arg-type]  # a ValueError if not plain
-            except ValueError:  # a value marshal does not take (the queue's InsertedOn datetime): its text
-                self._plain_first.add(function.name)  # the same trigger's next details: no failed attempt
-                details = _plain_details(request.details)
+        details: Any = request.details
+        if type(details) is not dict or gc.is_tracked(details):
+            details = self._encode_details(function.name, details)
+        # else a dict of untracked values (str, numbers, datetimes): it waits as it is, encoded by the writer
         if result.succeeded:
             outcome, error, stack, summary = SUCCEEDED, None, None, result_summary(request, result)
         else:  # the exception waits in the stack's place
@@ -143,6 +141,30 @@ class HistoryRecorder:
             self._wake.set()
         elif len(pending) >= self._full_at:
             self._full.set()
+
+    def _encode_details(self, function: str, details: Mapping[str, Any]) -> bytes | Mapping[str, Any]:
+        """Marshal bytes of the details, or of their plain form (values marshal does not take as
+        their text); the mapping itself if even that fails."""
+        if function not in self._plain_first:
+            try:
+                return marshal.dumps(details)  # type: ignore[arg-type]  # a ValueError if not plain
+            except ValueError:  # a value marshal does not take (the queue's InsertedOn datetime): its text
+                self._plain_first.add(function)  # the same trigger's next details: no failed attempt
+        return _plain_details(details)
+
+    def to_records(self, values: list[Any]) -> RecordBatch:
+        """The records of pending attempts, their values changed in place: details waiting as a
+        dict encoded, a failure's exception turned into its stack trace. No object per record:
+        the store encodes the values."""
+        for index in range(DETAILS, len(values), FIELDS):
+            details = values[index]
+            if type(details) is dict:
+                values[index] = self._encode_details(values[index - DETAILS + FUNCTION], details)
+        for index, stack in enumerate(values[STACK::FIELDS]):
+            if stack is not None and isinstance(stack, BaseException):
+                values[index * FIELDS + STACK] = clip(
+                    "".join(traceback.format_exception(type(stack), stack, stack.__traceback__)).rstrip())
+        return RecordBatch(values)
 
     def capture(self, invocation_id: str, line: tuple[float, str, str, str]) -> None:
         """A log line of a running attempt (at most MAX_LOG_LINES are kept, the rest counted)."""
@@ -195,7 +217,7 @@ class HistoryRecorder:
         written = 0
         self._wall = self.clock.now().timestamp() - self.clock.monotonic()  # follows changes of the system time
         if batch:
-            records = to_records(batch)
+            records = self.to_records(batch)
             try:
                 await store.append(records)
                 written = len(records)
@@ -287,16 +309,6 @@ def _plain_details(details: Mapping[str, Any]) -> bytes | Mapping[str, Any]:
         return marshal.dumps(plain)
     except ValueError:
         return details
-
-
-def to_records(values: list[Any]) -> RecordBatch:
-    """The records of pending attempts: their values as they wait, with a failure's exception
-    turned into its stack trace (in place). No object per record: the store encodes the values."""
-    for index, stack in enumerate(values[STACK::FIELDS]):
-        if stack is not None and isinstance(stack, BaseException):
-            values[index * FIELDS + STACK] = clip(
-                "".join(traceback.format_exception(type(stack), stack, stack.__traceback__)).rstrip())
-    return RecordBatch(values)
 
 
 def result_summary(request: InvocationRequest, result: InvocationResult) -> str | None:
