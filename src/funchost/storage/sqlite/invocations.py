@@ -8,9 +8,13 @@ under 1 µs per record, which is what lets the dashboard stay on under load (ben
 history is bounded (`MAX_HISTORY_COUNT`), so a scan is a few milliseconds at most.
 
 Each segment row holds its records' seq range, their start-time range (age pruning drops whole
-segments by it), `records` (marshal: a tuple of record tuples, `RECORD_FIELDS` order, each with
-its seq) and `logs` (marshal: ``{seq: ((time, level, category, message), ...)}`` for the records
-that wrote lines, NULL when none did), last in the row so listings never read them. marshal
+segments by it), `records` and `logs` (marshal: ``{seq: ((time, level, category, message), ...)}``
+for the records that wrote lines, NULL when none did), last in the row so listings never read
+them. `records` has two layouts, named by `format`: RECORD_FORMAT, a tuple of record tuples
+(`RECORD_FIELDS` order, each with its seq), written for records given one by one and when a
+prune rewrites a segment; FLAT_FORMAT, the recorder's `RecordBatch` values as they are (one flat
+list, `InvocationRecord` order without seqs, which follow from `first_seq`; details as marshal
+bytes, decoded on read), so that writing a batch builds no object per record. marshal
 encodes exactly the plain values a record holds (str, float, int, None, dict, list, tuple) and
 nothing else: no code runs when a segment is read, and a value of any other type in trigger
 details is written as its JSON form. `format` names the encoding; a reader skips a format it does
