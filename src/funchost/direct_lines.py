@@ -47,13 +47,14 @@ class LineObserver(Protocol):
 class _Route:
     """What the root handlers were when last looked at: the console handler and the observers."""
 
-    __slots__ = ("console", "handlers", "json", "observers")
+    __slots__ = ("console", "handlers", "json", "levels", "observers")
 
     def __init__(self, handlers: list[logging.Handler]) -> None:
         self.handlers = tuple(handlers)
         self.console: ConsoleHandler | None = None
         self.observers: tuple[LineObserver, ...] = ()
         self.json = False
+        self.levels: tuple[CategoryFilter | None, dict[str, tuple[str, int]]] = (None, {})
         consoles = [h for h in handlers if type(h) is ConsoleHandler]
         others = [h for h in handlers if type(h) is not ConsoleHandler]
         if len(consoles) != 1 or not all(isinstance(h, LineObserver) for h in others):
@@ -65,15 +66,29 @@ class _Route:
         self.json = type(console.formatter) is JsonFormatter
         self.observers = tuple(others)  # type: ignore[arg-type]  # checked above
 
+    def category(self, category_filter: CategoryFilter, function: str) -> tuple[str, int]:
+        """The function's category and the console filter's level for it (kept per filter)."""
+        owner, known = self.levels
+        if owner is not category_filter:
+            known = {}
+            self.levels = (category_filter, known)
+        found = known.get(function)
+        if found is None:
+            category = f"Function.{function}"
+            found = known[function] = (category, category_filter.threshold(category))
+        return found
+
 
 _route = _Route([])
 _results = logging.getLogger(RESULTS_LOGGER)
 _root = logging.getLogger()
 
 
-def write(level: int, message: str, fields: dict[str, Any]) -> bool:
-    """Write one Executing/Executed line of `fields["invocation_id"]` directly; False when the
-    record must go through `logging` instead (the caller has checked the logger's level)."""
+def write(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ...]) -> bool:
+    """Write one Executing/Executed line directly; False when the record must go through
+    `logging` instead (the caller has checked the logger's level). `keys` and `values` are the
+    record's structured fields (`fields_of`), the function's name and the invocation id second
+    and third."""
     global _route
     results = _results
     if (results.handlers or results.filters or results.disabled or not results.propagate
@@ -86,29 +101,38 @@ def write(level: int, message: str, fields: dict[str, Any]) -> bool:
     console = route.console
     if console is None or level < console.level:
         return False
-    category_filter = console.filters[0] if len(console.filters) == 1 else None
+    filters = console.filters
+    category_filter = filters[0] if len(filters) == 1 else None
     if type(category_filter) is not CategoryFilter:
         return False
-    invocation_id = fields["invocation_id"]
+    invocation_id = values[2]
     for observer in route.observers:
         if observer.takes_invocation_line(invocation_id):
             return False
-    category = f"Function.{fields['function']}"
-    if level < category_filter.threshold(category):
+    category, threshold = route.category(category_filter, values[1])
+    if level < threshold:
         return True  # the console's filter drops it, and no other handler would take it
-    created = time.time()
     if route.json:
-        event: dict[str, Any] = {"time": timestamp_of(created), "level": logging.getLevelName(level),
+        event: dict[str, Any] = {"time": timestamp_of(time.time()), "level": logging.getLevelName(level),
                                  "category": category, "message": message}
-        for key, value in fields.items():
+        for key, value in fields_of(keys, values).items():
             name = _CAMEL.get(key)
             if name is None:
                 name = _CAMEL[key] = camel_key(key)
             event[name] = value
         line = json.dumps(event, default=str)
     else:
-        line = f"[{timestamp_of(created)}] {message}"
+        line = f"[{timestamp_of(time.time())}] {message}"
     return console.write_line(line + console.terminator)
+
+
+def fields_of(keys: tuple[str, ...], values: tuple[Any, ...]) -> dict[str, Any]:
+    """The record's `extra` fields; trigger details as a plain dict."""
+    fields = dict(zip(keys, values, strict=True))
+    details = fields.get("details")
+    if details is not None and type(details) is not dict:
+        fields["details"] = dict(details)
+    return fields
 
 
 def _passes_on(logger: Any) -> bool:

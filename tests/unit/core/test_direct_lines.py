@@ -9,6 +9,7 @@ import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -17,11 +18,10 @@ from funchost import direct_lines, logs
 from funchost.invocation import log as invocation_log
 
 ID = "0b1c5a4e-2f0d-4c1e-9a57-3f1f2d7e9b10"
-EXECUTING = {"event": "FunctionStarted", "function": "hello", "invocation_id": ID, "reason": "This function was "
-             "programmatically called via the host APIs.", "details": {"MessageId": "m-1", "DequeueCount": 2,
-                                                                       "InsertedOn": "2026-01-01T00:00:00+00:00"}}
-EXECUTED = {"event": "FunctionCompleted", "function": "hello", "invocation_id": ID, "succeeded": True,
-            "duration_ms": 1.234}
+EXECUTING = (invocation_log.STARTED, ("FunctionStarted", "hello", ID, "This function was programmatically called "
+             "via the host APIs.", MappingProxyType({"MessageId": "m-1", "DequeueCount": 2,
+                                                           "InsertedOn": "2026-01-01T00:00:00+00:00"})))
+EXECUTED = (invocation_log.COMPLETED, ("FunctionCompleted", "hello", ID, True, 1.234))
 LINES = [(f"Executing 'Functions.hello' (Reason='x', Id={ID})", EXECUTING),
          (f"Executed 'Functions.hello' (Succeeded, Id={ID}, Duration=1ms)", EXECUTED)]
 
@@ -62,7 +62,7 @@ def only_console() -> Iterator[tuple[logs.ConsoleHandler, io.StringIO]]:
 def _write_both_ways(handler: logs.ConsoleHandler, stream: io.StringIO) -> tuple[list[str], list[str]]:
     """The lines written directly, then the same lines through `logging`."""
     for message, fields in LINES:
-        assert direct_lines.write(logging.INFO, message, dict(fields))
+        assert direct_lines.write(logging.INFO, message, *fields)
     handler.flush()
     direct = stream.getvalue().splitlines()
     stream.seek(0)
@@ -71,8 +71,8 @@ def _write_both_ways(handler: logs.ConsoleHandler, stream: io.StringIO) -> tuple
     logging.getLogger().addHandler(forced)
     try:
         for message, fields in LINES:
-            assert not direct_lines.write(logging.INFO, message, dict(fields))
-            invocation_log._emit(logging.INFO, message, dict(fields))
+            assert not direct_lines.write(logging.INFO, message, *fields)
+            invocation_log._emit(logging.INFO, message, *fields)
     finally:
         logging.getLogger().removeHandler(forced)
     handler.flush()
@@ -107,10 +107,10 @@ def test_a_line_an_observer_takes_goes_through_logging() -> None:
     with only_console() as (handler, stream):
         observer = Observer()
         logging.getLogger().addHandler(observer)
-        assert direct_lines.write(logging.INFO, *LINES[0])  # not running: written directly
+        assert direct_lines.write(logging.INFO, LINES[0][0], *LINES[0][1])  # not running: written directly
         observer.running.add(ID)
-        assert not direct_lines.write(logging.INFO, *LINES[0])
-        invocation_log._emit(logging.INFO, *LINES[0])
+        assert not direct_lines.write(logging.INFO, LINES[0][0], *LINES[0][1])
+        invocation_log._emit(logging.INFO, LINES[0][0], *LINES[0][1])
         assert observer.seen == [LINES[0][0]]
         handler.flush()
         assert len(stream.getvalue().splitlines()) == 2
@@ -148,17 +148,17 @@ def _check_route(handler: logs.ConsoleHandler, change: str) -> None:
         logging.getLogger().addHandler(second)
         undo.append(lambda: logging.getLogger().removeHandler(second))
     try:
-        assert not direct_lines.write(logging.INFO, *LINES[0])
+        assert not direct_lines.write(logging.INFO, LINES[0][0], *LINES[0][1])
     finally:
         for step in undo:
             step()
-    assert direct_lines.write(logging.INFO, *LINES[1]) == (change not in ("another formatter", "console level",
+    assert direct_lines.write(logging.INFO, LINES[1][0], *LINES[1][1]) == (change not in ("another formatter", "console level",
                                                                            "console filter"))
 
 
 def test_a_category_level_drops_the_line() -> None:
     with only_console() as (handler, stream):
         handler.filters[0] = logs.CategoryFilter({"Function.hello": "Warning"})
-        assert direct_lines.write(logging.INFO, *LINES[0])  # handled: nothing to write
+        assert direct_lines.write(logging.INFO, LINES[0][0], *LINES[0][1])  # handled: nothing to write
         handler.flush()
         assert stream.getvalue() == ""
