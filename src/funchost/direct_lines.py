@@ -91,8 +91,11 @@ def write(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ..
     and third."""
     global _route
     results = _results
-    if (results.handlers or results.filters or results.disabled or not results.propagate
-            or (results.parent is not _root and not _passes_on(results.parent))):
+    if results.handlers or results.filters or results.disabled or not results.propagate:
+        return False
+    parent: Any = results.parent
+    if parent is not _root and (parent.handlers or not parent.propagate or (
+            parent.parent is not _root and not _passes_on(parent.parent))):
         return False
     handlers = _root.handlers
     route = _route
@@ -120,10 +123,8 @@ def write(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ..
             if name is None:
                 name = _CAMEL[key] = camel_key(key)
             event[name] = value
-        line = json.dumps(event, default=str)
-    else:
-        line = f"[{timestamp_of(time.time())}] {message}"
-    return console.write_line(line + console.terminator)
+        return console.write_line(json.dumps(event, default=str) + console.terminator)
+    return console.write_line(f"[{timestamp_of(time.time())}] {message}{console.terminator}")
 
 
 def fields_of(keys: tuple[str, ...], values: tuple[Any, ...]) -> dict[str, Any]:
