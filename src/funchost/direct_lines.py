@@ -2,7 +2,8 @@
 
 Every invocation attempt writes an Executing and an Executed line (`invocation/log.py`). As a
 `logging` record each one is a LogRecord, the loggers' handler walk, the category filter, the
-formatter and the handler's lock: about 13 µs of CPU per line. When the only handlers a
+formatter, the handler's lock and every other root handler's look at the record: 7-9 µs of CPU
+per line in a host's invocation (benchmarks/README.md, `lines-http`). When the only handlers a
 ``funchost.results`` record would reach are the host's console handler (`logs.configure`) and
 handlers that declare they take no line of the given invocation (the dashboard's log capture,
 which keeps the lines of running attempts, and these two lines are written outside the attempt),
