@@ -66,13 +66,15 @@ def middleware(runtime: Runtime) -> HistoryRecorder | None:
 
 
 # What waits for the writer, per finished attempt: FIELDS values appended to one flat list, in
-# `InvocationRecord`'s field order, with the trigger details and the log lines as marshal bytes
-# and, for a failure, the exception in the stack's place (the writer formats it, off the
-# invocation path). None of these is an object Python's garbage collector tracks: hundreds of
-# records waiting for a batch as tuples, dicts or objects kept the collector's young generation
-# full under load, and a serving host then ran young and full collections several times as often
-# (measured: benchmarks/README.md, "The dashboard's cost"). Only what the record needs is kept, so
-# the request and result (trigger data, outputs) are freed at once.
+# `InvocationRecord`'s field order, with the log lines as marshal bytes, the trigger details as
+# the request's own dict when the collector does not track it (its values are text, numbers,
+# datetimes: the writer encodes it) and as marshal bytes otherwise, and, for a failure, the
+# exception in the stack's place (the writer formats it, off the invocation path). None of these
+# is an object Python's garbage collector walks: hundreds of records waiting for a batch as
+# tuples, dicts or objects it tracks kept the collector's young generation full under load, and a
+# serving host then ran young and full collections several times as often (measured:
+# benchmarks/README.md, "The dashboard's cost"). Only what the record needs is kept, so the
+# request and result (trigger data, outputs) are freed at once.
 STACK = InvocationRecord._fields.index("stack")
 FUNCTION = InvocationRecord._fields.index("function")
 
