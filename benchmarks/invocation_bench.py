@@ -32,6 +32,8 @@ before/after ratio comes from one run on the same machine.
                           exporting over OTLP/HTTP to a local sink that accepts everything: the
                           span, the metrics and the export thread's CPU are included
 
+  fastapi-hello           (--only) the http-async request through a FastAPI app's ASGI callable
+                          (one `async def` GET route answering the same text): the peer, in process
   history-http / history-queue / lines-http / lines-queue   (--only; not run by default)
                           the CPU the dashboard's history (the recorder, and its writer: each batch
                           ends with the batch written) or the two console lines (to /dev/null, as
@@ -78,6 +80,7 @@ SCENARIOS = ("executor-async", "executor-async-timeout", "http-async", "http-asy
 # What the dashboard's history and the two console lines add, each measured on and off in one
 # process, batch by batch (not a default scenario: name them with --only).
 PAIRED = ("history-http", "history-queue", "lines-http", "lines-queue")
+PEERS = ("fastapi-hello",)  # the same request through FastAPI's ASGI app (--only; not run by default)
 PAIRED_BATCH = 500  # calls per batch: the recorder's batch, written (flushed) inside the batch's time
 
 APP = """
@@ -232,6 +235,34 @@ async def http(calls: int, path: str, logged: bool = False, host_json: dict[str,
             return figure
 
 
+async def fastapi_hello(calls: int) -> float:
+    from fastapi import FastAPI
+    from fastapi.responses import PlainTextResponse
+
+    app = FastAPI()
+
+    @app.get("/api/async", response_class=PlainTextResponse)
+    async def hello() -> str:
+        return "Hello, world!"
+
+    scope = {"type": "http", "method": "GET", "path": "/api/async", "raw_path": b"/api/async", "query_string": b"",
+             "root_path": "", "headers": [(b"host", b"localhost:7071"), (b"user-agent", b"wrk"), (b"accept", b"*/*")],
+             "scheme": "http", "server": ("127.0.0.1", 7071), "client": ("127.0.0.1", 50000), "http_version": "1.1",
+             "asgi": {"version": "3.0"}}
+    statuses: list[int] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    figure = await cpu_per_call(lambda: app(dict(scope), receive, send), calls)
+    assert set(statuses) == {200}, set(statuses)
+    return figure
+
+
 class _NoStorage:
     """A queue service whose calls do nothing: the processor's own cost per message."""
 
@@ -325,6 +356,8 @@ async def scenario(name: str, calls: int) -> float:
     }
     if name in PAIRED:
         return await paired(name, calls)
+    if name == "fastapi-hello":
+        return await fastapi_hello(calls // 4)
     if name.endswith("-otel"):
         with otlp_sink() as endpoint:
             settings = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_BSP_SCHEDULE_DELAY": "200"}
