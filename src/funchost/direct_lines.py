@@ -48,23 +48,18 @@ class LineObserver(Protocol):
 class _Route:
     """What the root handlers were when last looked at: the console handler and the observers."""
 
-    __slots__ = ("console", "handlers", "json", "levels", "observers")
+    __slots__ = ("console", "handlers", "levels", "observers")
 
     def __init__(self, handlers: list[logging.Handler]) -> None:
         self.handlers = tuple(handlers)
         self.console: ConsoleHandler | None = None
         self.observers: tuple[LineObserver, ...] = ()
-        self.json = False
         self.levels: tuple[CategoryFilter | None, dict[str, tuple[str, int]]] = (None, {})
         consoles = [h for h in handlers if type(h) is ConsoleHandler]
         others = [h for h in handlers if type(h) is not ConsoleHandler]
         if len(consoles) != 1 or not all(isinstance(h, LineObserver) for h in others):
             return
-        console = consoles[0]
-        if type(console.formatter) not in (TextFormatter, JsonFormatter):
-            return
-        self.console = console
-        self.json = type(console.formatter) is JsonFormatter
+        self.console = consoles[0]
         self.observers = tuple(others)  # type: ignore[arg-type]  # checked above
 
     def category(self, category_filter: CategoryFilter, function: str) -> tuple[str, int]:
@@ -105,6 +100,9 @@ def write(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ..
     console = route.console
     if console is None or level < console.level:
         return False
+    formatter = type(console.formatter)  # read each time: a handler's formatter can be replaced
+    if formatter is not TextFormatter and formatter is not JsonFormatter:
+        return False
     filters = console.filters
     category_filter = filters[0] if len(filters) == 1 else None
     if type(category_filter) is not CategoryFilter:
@@ -116,7 +114,7 @@ def write(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ..
     category, threshold = route.category(category_filter, values[1])
     if level < threshold:
         return True  # the console's filter drops it, and no other handler would take it
-    if route.json:
+    if formatter is JsonFormatter:
         event: dict[str, Any] = {"time": timestamp_of(time.time()), "level": logging.getLevelName(level),
                                  "category": category, "message": message}
         for key, value in fields_of(keys, values).items():

@@ -124,6 +124,7 @@ def test_any_other_route_goes_through_logging(change: str) -> None:
 
 
 def _check_route(handler: logs.ConsoleHandler, change: str) -> None:
+    assert direct_lines.write(logging.INFO, LINES[0][0], *LINES[0][1])  # before the change: written directly
     results = logging.getLogger(direct_lines.RESULTS_LOGGER)
     undo: list[Any] = []
     if change == "handler on the logger":
@@ -162,3 +163,13 @@ def test_a_category_level_drops_the_line() -> None:
         assert direct_lines.write(logging.INFO, LINES[0][0], *LINES[0][1])  # handled: nothing to write
         handler.flush()
         assert stream.getvalue() == ""
+
+
+def test_a_formatter_replaced_after_the_first_line_is_followed() -> None:
+    with only_console() as (handler, stream):
+        assert direct_lines.write(logging.INFO, LINES[0][0], *LINES[0][1])
+        handler.setFormatter(logs.JsonFormatter())
+        assert direct_lines.write(logging.INFO, LINES[1][0], *LINES[1][1])
+        handler.flush()
+        text, event = stream.getvalue().splitlines()
+        assert text.endswith(LINES[0][0]) and json.loads(event)["message"] == LINES[1][0]
