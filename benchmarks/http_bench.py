@@ -11,6 +11,9 @@ same concurrency, interleaved round by round:
   ``--no-dashboard``;
 * ``bare``: a raw ASGI hello-world callable on the same uvicorn (httptools + uvloop);
 * ``starlette``: a Starlette app with one `PlainTextResponse` route on the same uvicorn;
+* ``fastapi``: a FastAPI app with one ``async def`` GET route answering the same text
+  (``response_class=PlainTextResponse``) on the same uvicorn: what a Python developer would
+  write for an HTTP API, the reference for funchost's ``async def`` hello;
 * ``funchost-async``: the same funchost process, an `async def` hello;
 * ``workers-N`` / ``workers-N-async``: funchost with FUNCTIONS_WORKER_PROCESS_COUNT = N (the
   machine's cores);
@@ -91,6 +94,22 @@ STARLETTE = textwrap.dedent('''
         return PlainTextResponse("Hello, world!")
 
     app = Starlette(routes=[Route("/api/hello", hello), Route("/api/hello-async", hello)])
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), lifespan="off", log_level="warning",
+                access_log=False, server_header=False)
+''')
+
+FASTAPI = textwrap.dedent('''
+    import sys
+    import uvicorn
+    from fastapi import FastAPI
+    from fastapi.responses import PlainTextResponse
+
+    app = FastAPI()
+
+    @app.get("/api/hello", response_class=PlainTextResponse)
+    async def hello():
+        return "Hello, world!"
+
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), lifespan="off", log_level="warning",
                 access_log=False, server_header=False)
 ''')
@@ -258,11 +277,13 @@ def main() -> int:
     parser.add_argument("--startup-runs", type=int, default=3)
     parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
     parser.add_argument("--baseline-src", type=Path, help="a funchost source tree to measure as 'baseline'")
+    parser.add_argument("--no-workers", action="store_true", help="skip the worker-process targets")
     parser.add_argument("--compare-dashboard", action="store_true",
                         help="also measure funchost with --no-dashboard, in the same rounds")
     args = parser.parse_args()
     client = args.client if args.client != "auto" else ("wrk" if shutil.which("wrk") else "python")
     load = run_wrk if client == "wrk" else run_python_client
+    load_start = list(os.getloadavg())  # other work on the machine: say how busy it was
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -273,11 +294,14 @@ def main() -> int:
         startup, startup_cpu = measure_startup(app_dir, work, args.startup_runs)
 
         workers = os.cpu_count() or 2
-        ports = {"bare": free_port(), "starlette": free_port(), "funchost": free_port(), "workers": free_port()}
+        ports = {"bare": free_port(), "starlette": free_port(), "fastapi": free_port(), "funchost": free_port()}
         processes = {"bare": subprocess.Popen([sys.executable, "-c", BARE, str(ports["bare"])]),
                      "starlette": subprocess.Popen([sys.executable, "-c", STARLETTE, str(ports["starlette"])]),
-                     "funchost": start_funchost(app_dir, work / "data", ports["funchost"]),
-                     "workers": start_funchost(app_dir, work / "workers-data", ports["workers"], workers=workers)}
+                     "fastapi": subprocess.Popen([sys.executable, "-c", FASTAPI, str(ports["fastapi"])]),
+                     "funchost": start_funchost(app_dir, work / "data", ports["funchost"])}
+        if not args.no_workers:
+            ports["workers"] = free_port()
+            processes["workers"] = start_funchost(app_dir, work / "workers-data", ports["workers"], workers=workers)
         if args.baseline_src is not None:
             ports["baseline"] = free_port()
             processes["baseline"] = start_funchost(app_dir, work / "baseline-data", ports["baseline"],
@@ -287,9 +311,10 @@ def main() -> int:
             processes["no-dashboard"] = start_funchost(app_dir, work / "no-dashboard-data", ports["no-dashboard"],
                                                        extra=("--no-dashboard",))
         # (target, process, path): the def and the async def hello on each funchost.
-        targets = [("bare", "bare", PATH), ("starlette", "starlette", PATH),
-                   ("funchost", "funchost", PATH), ("funchost-async", "funchost", ASYNC_PATH),
-                   (f"workers-{workers}", "workers", PATH), (f"workers-{workers}-async", "workers", ASYNC_PATH)]
+        targets = [("bare", "bare", PATH), ("starlette", "starlette", PATH), ("fastapi", "fastapi", PATH),
+                   ("funchost", "funchost", PATH), ("funchost-async", "funchost", ASYNC_PATH)]
+        if not args.no_workers:
+            targets += [(f"workers-{workers}", "workers", PATH), (f"workers-{workers}-async", "workers", ASYNC_PATH)]
         if args.baseline_src is not None:
             targets += [("baseline", "baseline", PATH), ("baseline-async", "baseline", ASYNC_PATH)]
         if args.compare_dashboard:
@@ -309,7 +334,8 @@ def main() -> int:
 
     result: dict[str, Any] = {
         "environment": {"python": platform.python_version(), "machine": platform.machine(),
-                        "cpus": os.cpu_count(), "client": client},
+                        "cpus": os.cpu_count(), "client": client,
+                        "load_average_start": load_start, "load_average_end": list(os.getloadavg())},
         "parameters": {"duration_s": args.duration, "connections": args.connections, "rounds": args.rounds,
                        "worker_processes": workers},
         "startup_ms": {"median": round(statistics.median(startup), 1), "runs": [round(t, 1) for t in startup],
@@ -321,10 +347,14 @@ def main() -> int:
         "funchost_vs_bare": round(result["funchost"]["rps"] / bare, 3),
         "funchost_async_vs_bare": round(result["funchost-async"]["rps"] / bare, 3),
         "starlette_vs_bare": round(result["starlette"]["rps"] / bare, 3),
-        "workers_vs_one_process": round(result[f"workers-{workers}"]["rps"] / result["funchost"]["rps"], 3),
-        "workers_async_vs_one_process": round(result[f"workers-{workers}-async"]["rps"]
-                                              / result["funchost-async"]["rps"], 3),
+        "fastapi_vs_bare": round(result["fastapi"]["rps"] / bare, 3),
+        "funchost_async_vs_fastapi": round(result["funchost-async"]["rps"] / result["fastapi"]["rps"], 3),
     }
+    if not args.no_workers:
+        result["ratios"]["workers_vs_one_process"] = round(result[f"workers-{workers}"]["rps"]
+                                                           / result["funchost"]["rps"], 3)
+        result["ratios"]["workers_async_vs_one_process"] = round(result[f"workers-{workers}-async"]["rps"]
+                                                                 / result["funchost-async"]["rps"], 3)
     if "baseline" in samples:
         result["baseline_src"] = str(args.baseline_src)
         for suffix in ("", "-async"):
@@ -351,6 +381,7 @@ def main() -> int:
         print(f"{name:18} {min(rates):>10.0f} {row['rps']:>10.0f} {max(rates):>10.0f} {row['p50_ms']:>8.2f} "
               f"{row['p99_ms']:>8.2f} {cpu:>11.1f}")
     print("ratios (medians):", json.dumps(result["ratios"]))
+    print(f"load average at start {load_start[0]:.2f}, at end {os.getloadavg()[0]:.2f}")
     print(f"start-up (spawn -> first response): {result['startup_ms']['median']:.0f} ms "
           f"(CPU {result['startup_ms']['cpu_median']:.0f} ms)")
     print(f"written to {RESULTS.relative_to(ROOT.parent)}")

@@ -32,6 +32,16 @@ before/after ratio comes from one run on the same machine.
                           exporting over OTLP/HTTP to a local sink that accepts everything: the
                           span, the metrics and the export thread's CPU are included
 
+  fastapi-hello           (--only) the http-async request through a FastAPI app's ASGI callable
+                          (one `async def` GET route answering the same text): the peer, in process
+  history-http / history-queue / lines-http / lines-queue   (--only; not run by default)
+                          the CPU the dashboard's history (the recorder, and its writer: each batch
+                          ends with the batch written) or the two console lines (to /dev/null, as
+                          `funchost start` writes them with stdout redirected) add per call to
+                          http-async / queue-async, measured in one process: batches of 500 calls
+                          alternate on and off, the figure is the difference of the medians of the
+                          batches' CPU time, so load on the machine moves both sides alike
+
 The dashboard (the invocation history's recorder and its batch writer) is on in every
 scenario, as `funchost start` runs by default (``--dashboard on``); ``--dashboard off`` measures
 with ``FUNCHOST_DASHBOARD=false``, and ``--dashboard both`` measures both, alternating round by
@@ -67,6 +77,11 @@ RESULTS = Path(__file__).resolve().parent / "results" / "invocation.json"
 SCENARIOS = ("executor-async", "executor-async-timeout", "http-async", "http-async-logged", "http-def",
              "queue-async", "queue-def", "queue-message", "executor-async-otel", "http-async-otel",
              "servicebus-message", "servicebus-batch", "eventhubs-event", "eventhubs-batch")
+# What the dashboard's history and the two console lines add, each measured on and off in one
+# process, batch by batch (not a default scenario: name them with --only).
+PAIRED = ("history-http", "history-queue", "lines-http", "lines-queue")
+PEERS = ("fastapi-hello",)  # the same request through FastAPI's ASGI app (--only; not run by default)
+PAIRED_BATCH = 500  # calls per batch: the recorder's batch, written (flushed) inside the batch's time
 
 APP = """
 import azure.functions as func
@@ -220,6 +235,34 @@ async def http(calls: int, path: str, logged: bool = False, host_json: dict[str,
             return figure
 
 
+async def fastapi_hello(calls: int) -> float:
+    from fastapi import FastAPI
+    from fastapi.responses import PlainTextResponse
+
+    app = FastAPI()
+
+    @app.get("/api/async", response_class=PlainTextResponse)
+    async def hello() -> str:
+        return "Hello, world!"
+
+    scope = {"type": "http", "method": "GET", "path": "/api/async", "raw_path": b"/api/async", "query_string": b"",
+             "root_path": "", "headers": [(b"host", b"localhost:7071"), (b"user-agent", b"wrk"), (b"accept", b"*/*")],
+             "scheme": "http", "server": ("127.0.0.1", 7071), "client": ("127.0.0.1", 50000), "http_version": "1.1",
+             "asgi": {"version": "3.0"}}
+    statuses: list[int] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    figure = await cpu_per_call(lambda: app(dict(scope), receive, send), calls)
+    assert set(statuses) == {200}, set(statuses)
+    return figure
+
+
 class _NoStorage:
     """A queue service whose calls do nothing: the processor's own cost per message."""
 
@@ -311,6 +354,10 @@ async def scenario(name: str, calls: int) -> float:
         **{kind: (lambda kind=kind: messaging(calls, kind))
            for kind in ("servicebus-message", "servicebus-batch", "eventhubs-event", "eventhubs-batch")},
     }
+    if name in PAIRED:
+        return await paired(name, calls)
+    if name == "fastapi-hello":
+        return await fastapi_hello(calls // 4)
     if name.endswith("-otel"):
         with otlp_sink() as endpoint:
             settings = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_BSP_SCHEDULE_DELAY": "200"}
@@ -319,6 +366,76 @@ async def scenario(name: str, calls: int) -> float:
                 return await executor(calls, otel, settings)
             return await http(calls // 4, "/api/async", host_json=otel, settings=settings)
     return await runs[name]()
+
+
+async def paired_cost(call: Callable[[], Awaitable[Any]], toggle: Callable[[bool], Awaitable[None]],
+                      calls: int) -> float:
+    """µs of CPU per call that `toggle(True)` adds: batches alternate on and off; the difference
+    of the medians of their CPU time per call (`toggle(on)` runs at the end of every batch too,
+    so what it does, e.g. writing the history's batch, counts in the batch)."""
+    for _ in range(500):
+        await call()
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for index in range(max(2 * (calls // PAIRED_BATCH), 20)):
+        on = index % 2 == 1
+        await toggle(on)
+        started = time.process_time()
+        for i in range(PAIRED_BATCH):
+            await call()
+            if i % 64 == 0:
+                await asyncio.sleep(0)
+        await toggle(on)
+        times[on].append((time.process_time() - started) / PAIRED_BATCH * 1e6)
+    return statistics.median(times[True]) - statistics.median(times[False])
+
+
+async def paired(name: str, calls: int) -> float:
+    """The history's or the console lines' cost per call (`PAIRED`), on an in-process host."""
+    from funchost import logs
+    from funchost.dashboard.recorder import HistoryRecorder
+
+    what, _, kind = name.partition("-")
+    captured: dict[str, Any] = {}
+
+    async def measure(call: Callable[[], Awaitable[Any]], calls: int) -> float:
+        host = captured["host"]
+        invoker = host.runtime.invoker
+        observers = invoker._observers
+        recorder = host.runtime.services.find(HistoryRecorder)
+        results = logging.getLogger("funchost.results")
+        if what == "lines":
+            logs.configure("text", stream=open(os.devnull, "w"))  # noqa: SIM115 - the console for the run
+
+        async def toggle(on: bool) -> None:
+            if what == "history":
+                invoker._observers = observers if on else ()
+                if recorder is not None:
+                    await recorder.flush()  # this batch's records written within its time
+            else:
+                results.setLevel(logging.NOTSET if on else logging.WARNING)
+
+        try:
+            return await paired_cost(call, toggle, calls)
+        finally:
+            if what == "lines":
+                logging.getLogger().handlers.clear()
+
+    global cpu_per_call
+    original, cpu_per_call = cpu_per_call, measure  # type: ignore[assignment]
+    original_harness = globals()["_harness"]
+
+    def harness(*args: Any, **kwargs: Any) -> Any:
+        host = captured["host"] = original_harness(*args, **kwargs)
+        return host
+
+    globals()["_harness"] = harness
+    try:
+        if kind == "http":
+            return await http(calls // 2, "/api/async")
+        return await queue(calls, "on_message")
+    finally:
+        cpu_per_call = original
+        globals()["_harness"] = original_harness
 
 
 def run_child(name: str, calls: int, src: Path | None, dashboard: bool = True) -> float:

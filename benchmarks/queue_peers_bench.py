@@ -6,8 +6,10 @@ Every target is a separate process draining a queue filled beforehand with `--me
 messages through a no-op function, rounds interleaved target by target:
 
 * ``funchost-1`` / ``funchost-2``: `funchost start` on an app with one `def noop(msg: str)` queue
-  function, default host.json queue settings (log level Warning, as `queue_bench.py`),
-  FUNCTIONS_WORKER_PROCESS_COUNT 1 and 2 (the machine's cores), embedded storage;
+  function, the default host.json (``{"version": "2.0"}``: both console lines of every
+  invocation written, to /dev/null; ``--warning-logs`` sets log level Warning instead, as
+  `queue_bench.py` does), FUNCTIONS_WORKER_PROCESS_COUNT 1 and 2 (the machine's cores; ``--no-workers``
+  skips 2), embedded storage;
 * ``baseline-1`` (with ``--baseline-src DIR``): funchost-1 from another source tree;
 * ``funchost-1-no-dashboard`` / ``funchost-2-no-dashboard`` (with ``--compare-dashboard``): the
   same with ``FUNCHOST_DASHBOARD=false`` (the dashboard and its invocation history are on by
@@ -77,12 +79,13 @@ PGQUEUER_WORKER = textwrap.dedent("""
 """)
 
 POLL = 0.05
+HOST_JSON: dict[str, Any] = {"version": "2.0"}  # the defaults (--warning-logs: log level Warning)
 
 
 def write_app(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "function_app.py").write_text(APP)
-    (folder / "host.json").write_text(json.dumps({"version": "2.0", "logging": {"logLevel": {"default": "Warning"}}}))
+    (folder / "host.json").write_text(json.dumps(HOST_JSON))
     (folder / "local.settings.json").write_text(json.dumps({"IsEncrypted": False, "Values": {
         "FUNCTIONS_WORKER_RUNTIME": "python", "AzureWebJobsStorage": "UseDevelopmentStorage=true"}}))
     return folder
@@ -227,6 +230,7 @@ def summary(rounds: list[dict[str, float]]) -> dict[str, Any]:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from tests.support.postgres import start_postgres
 
+    load_start = list(os.getloadavg())  # other work on the machine: say how busy it was
     server = start_postgres()
     assert server.root is not None, "a PostgreSQL server started here (its CPU time is measured)"
     postmaster = int((server.root / "data" / "postmaster.pid").read_text().split()[0])
@@ -236,9 +240,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "pgqueuer-10": lambda w: pgqueuer_round(server.dsn, postmaster, args.messages, 10),
         "pgqueuer-32": lambda w: pgqueuer_round(server.dsn, postmaster, args.messages, 32),
     }
+    if args.no_workers:
+        del targets["funchost-2"]
     if args.compare_dashboard:
         targets["funchost-1-no-dashboard"] = lambda w: funchost_round(w, args.messages, 1, dashboard=False)
-        targets["funchost-2-no-dashboard"] = lambda w: funchost_round(w, args.messages, 2, dashboard=False)
+        if not args.no_workers:
+            targets["funchost-2-no-dashboard"] = lambda w: funchost_round(w, args.messages, 2, dashboard=False)
     if args.baseline_src is not None:
         targets["baseline-1"] = lambda w: funchost_round(w, args.messages, 1, args.baseline_src.resolve())
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
@@ -256,8 +263,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     results = {name: summary(samples) for name, samples in rounds.items()}
     best_peer = max(results["pgqueuer-10"]["median"], results["pgqueuer-32"]["median"])
     return {
-        "environment": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        "environment": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
+                        "load_average_start": load_start, "load_average_end": list(os.getloadavg())},
         "parameters": {"messages": args.messages, "rounds": args.rounds, "compare_dashboard": args.compare_dashboard,
+                       "host_json": HOST_JSON,
                        "baseline_src": str(args.baseline_src) if args.baseline_src else None},
         "results": results,
         "ratios_to_best_pgqueuer": {name: round(results[name]["median"] / best_peer, 2)
@@ -282,13 +291,20 @@ def main() -> None:
     parser.add_argument("--baseline-src", type=Path, help="a funchost source tree to measure as 'baseline-1'")
     parser.add_argument("--compare-dashboard", action="store_true",
                         help="also drain with the dashboard off (FUNCHOST_DASHBOARD=false), same rounds")
+    parser.add_argument("--no-workers", action="store_true", help="skip the two-process funchost targets")
+    parser.add_argument("--warning-logs", action="store_true",
+                        help="host.json log level Warning (no console line per invocation) instead of the defaults")
     args = parser.parse_args()
+    if args.warning_logs:
+        HOST_JSON["logging"] = {"logLevel": {"default": "Warning"}}
     report = asyncio.run(run(args))
     print(f"{'target':24} {'min':>8} {'median':>8} {'max':>8}  msg/s (first to last completion)   CPU us/msg")
     for name, row in report["results"].items():
         print(f"{name:24} {row['min']:>8.0f} {row['median']:>8.0f} {row['max']:>8.0f}"
               f"   {row['cpu_us_per_message']['median']:>10.1f}")
     print("funchost / best pgqueuer (msg/s medians):", report["ratios_to_best_pgqueuer"])
+    print("load average at start / end:", report["environment"]["load_average_start"][0],
+          report["environment"]["load_average_end"][0])
     print("best pgqueuer / funchost (CPU per message):", report["cpu_ratio_best_pgqueuer_to_funchost"])
     if report["dashboard_on_to_off"]:
         print("dashboard on / off (msg/s medians):", report["dashboard_on_to_off"])

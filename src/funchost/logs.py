@@ -77,14 +77,20 @@ _second_cache: tuple[int, str] = (-1, "")
 
 
 def _timestamp(record: logging.LogRecord) -> str:
+    return timestamp_of(record.created)
+
+
+_MILLIS = tuple(f"{millis:03d}Z" for millis in range(1000))
+
+
+def timestamp_of(created: float) -> str:
     """ISO 8601 UTC with milliseconds; the per-second prefix is cached (a hot path under load)."""
     global _second_cache
-    whole = int(record.created)
+    whole = int(created)
     if _second_cache[0] != whole:
         prefix = datetime.fromtimestamp(whole, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.")
         _second_cache = (whole, prefix)
-    millis = int((record.created - whole) * 1000)
-    return f"{_second_cache[1]}{millis:03d}Z"
+    return _second_cache[1] + _MILLIS[int((created - whole) * 1000)]
 
 
 class TextFormatter(logging.Formatter):
@@ -110,13 +116,13 @@ class JsonFormatter(logging.Formatter):
         }
         for key, value in vars(record).items():
             if key not in _STANDARD and key not in ("category",) and not key.startswith("_"):
-                event[_camel(key)] = value
+                event[camel_key(key)] = value
         if record.exc_info:
             event["exception"] = self.formatException(record.exc_info)
         return json.dumps(event, default=str)
 
 
-def _camel(key: str) -> str:
+def camel_key(key: str) -> str:
     head, *rest = key.split("_")
     return head + "".join(part.capitalize() for part in rest)
 
@@ -144,22 +150,36 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            line = self.format(record) + self.terminator
-            try:
-                self.stream.write(line)
-            except UnicodeEncodeError:  # e.g. a lone surrogate a client sent: escape it, keep the line
-                self.stream.write(_encodable(line, self.stream))
-            if not self.buffered or self._closing:
-                self.stream.flush()
-            elif not self._dirty:
-                self._dirty = True
-                if self._flusher is None:
-                    self._start_flusher()
-                self._wake.set()
+            self._write(self.format(record) + self.terminator)
         except RecursionError:
             raise
         except Exception:
             self.handleError(record)
+
+    def write_line(self, line: str) -> bool:
+        """A line formatted elsewhere (`direct_lines`), under the handler's lock as `handle` takes
+        it; False if writing failed (the caller then logs the record, which reports the error)."""
+        with self.lock:  # type: ignore[union-attr]
+            try:
+                self._write(line)
+            except RecursionError:
+                raise
+            except Exception:  # noqa: BLE001 - reported by the record the caller logs instead
+                return False
+        return True
+
+    def _write(self, line: str) -> None:
+        try:
+            self.stream.write(line)
+        except UnicodeEncodeError:  # e.g. a lone surrogate a client sent: escape it, keep the line
+            self.stream.write(_encodable(line, self.stream))
+        if not self.buffered or self._closing:
+            self.stream.flush()
+        elif not self._dirty:
+            self._dirty = True
+            if self._flusher is None:
+                self._start_flusher()
+            self._wake.set()
 
     def flush(self) -> None:
         with self.lock:  # type: ignore[union-attr]

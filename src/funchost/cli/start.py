@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import signal
 import sys
@@ -166,6 +167,9 @@ async def _serve(host: Host, output: str, started: float) -> int:
     await host.start()
     if not supervisor.quiet_start():
         _banner(host, output, started)
+    # What start-up created lives as long as the host: out of the collector's full passes, which
+    # otherwise walk all of it (60-100 ms each, several a minute under load; benchmarks/README.md).
+    gc.freeze()
     if supervisor.is_worker():
         supervisor.announce_ready()
         orphan_watch = loop.create_task(_stop_when_orphaned(os.getppid(), stop))

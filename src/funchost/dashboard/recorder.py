@@ -21,6 +21,7 @@ down or stop the functions it observes.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import marshal
 import traceback
@@ -35,13 +36,15 @@ from funchost.invocation.contracts import InvocationRequest, InvocationResult
 from funchost.invocation.http_response import HttpResponseDatum
 from funchost.invocation.middleware import Invocation
 from funchost.storage.invocations import (
+    DETAILS,
     FAILED,
+    FIELDS,
     MAX_LOG_LINES,
     MAX_MESSAGE_CHARS,
     SUCCEEDED,
     InvocationHistoryStore,
     InvocationRecord,
-    LogLine,
+    RecordBatch,
 )
 
 if TYPE_CHECKING:
@@ -63,17 +66,17 @@ def middleware(runtime: Runtime) -> HistoryRecorder | None:
 
 
 # What waits for the writer, per finished attempt: FIELDS values appended to one flat list, in
-# `InvocationRecord`'s field order, with the trigger details and the log lines as marshal bytes
-# and, for a failure, the exception in the stack's place (the writer formats it, off the
-# invocation path). None of these is an object Python's garbage collector tracks: hundreds of
-# records waiting for a batch as tuples, dicts or objects kept the collector's young generation
-# full under load, and a serving host then ran young and full collections several times as often
-# (measured: benchmarks/README.md, "The dashboard's cost"). Only what the record needs is kept, so
-# the request and result (trigger data, outputs) are freed at once.
-FIELDS = len(InvocationRecord._fields)
+# `InvocationRecord`'s field order, with the log lines as marshal bytes, the trigger details as
+# the request's own dict when the collector does not track it (its values are text, numbers,
+# datetimes: the writer encodes it) and as marshal bytes otherwise, and, for a failure, the
+# exception in the stack's place (the writer formats it, off the invocation path). None of these
+# is an object Python's garbage collector walks: hundreds of records waiting for a batch as
+# tuples, dicts or objects it tracks kept the collector's young generation full under load, and a
+# serving host then ran young and full collections several times as often (measured:
+# benchmarks/README.md, "The dashboard's cost"). Only what the record needs is kept, so the
+# request and result (trigger data, outputs) are freed at once.
 STACK = InvocationRecord._fields.index("stack")
-DETAILS = InvocationRecord._fields.index("details")
-LOGS = InvocationRecord._fields.index("logs")
+FUNCTION = InvocationRecord._fields.index("function")
 
 
 class HistoryRecorder:
@@ -123,15 +126,10 @@ class HistoryRecorder:
             del pending[:FIELDS]
             self.dropped += 1
         retry = invocation.retry_context
-        details: bytes | Mapping[str, Any]
-        if function.name in self._plain_first:
-            details = _plain_details(request.details)
-        else:
-            try:
-                details = marshal.dumps(request.details)  # type: ignore[arg-type]  # a ValueError if not plain
-            except ValueError:  # a value marshal does not take (the queue's InsertedOn datetime): its text
-                self._plain_first.add(function.name)  # the same trigger's next details: no failed attempt
-                details = _plain_details(request.details)
+        details: Any = request.details
+        if type(details) is not dict or gc.is_tracked(details):
+            details = self._encode_details(function.name, details)
+        # else a dict of untracked values (str, numbers, datetimes): it waits as it is, encoded by the writer
         if result.succeeded:
             outcome, error, stack, summary = SUCCEEDED, None, None, result_summary(request, result)
         else:  # the exception waits in the stack's place
@@ -145,6 +143,30 @@ class HistoryRecorder:
             self._wake.set()
         elif len(pending) >= self._full_at:
             self._full.set()
+
+    def _encode_details(self, function: str, details: Mapping[str, Any]) -> bytes | Mapping[str, Any]:
+        """Marshal bytes of the details, or of their plain form (values marshal does not take as
+        their text); the mapping itself if even that fails."""
+        if function not in self._plain_first:
+            try:
+                return marshal.dumps(details)  # type: ignore[arg-type]  # a ValueError if not plain
+            except ValueError:  # a value marshal does not take (the queue's InsertedOn datetime): its text
+                self._plain_first.add(function)  # the same trigger's next details: no failed attempt
+        return _plain_details(details)
+
+    def to_records(self, values: list[Any]) -> RecordBatch:
+        """The records of pending attempts, their values changed in place: details waiting as a
+        dict encoded, a failure's exception turned into its stack trace. No object per record:
+        the store encodes the values."""
+        for index in range(DETAILS, len(values), FIELDS):
+            details = values[index]
+            if type(details) is dict:
+                values[index] = self._encode_details(values[index - DETAILS + FUNCTION], details)
+        for index, stack in enumerate(values[STACK::FIELDS]):
+            if stack is not None and isinstance(stack, BaseException):
+                values[index * FIELDS + STACK] = clip(
+                    "".join(traceback.format_exception(type(stack), stack, stack.__traceback__)).rstrip())
+        return RecordBatch(values)
 
     def capture(self, invocation_id: str, line: tuple[float, str, str, str]) -> None:
         """A log line of a running attempt (at most MAX_LOG_LINES are kept, the rest counted)."""
@@ -197,7 +219,7 @@ class HistoryRecorder:
         written = 0
         self._wall = self.clock.now().timestamp() - self.clock.monotonic()  # follows changes of the system time
         if batch:
-            records = [to_record(batch[i:i + FIELDS]) for i in range(0, len(batch), FIELDS)]
+            records = self.to_records(batch)
             try:
                 await store.append(records)
                 written = len(records)
@@ -258,6 +280,11 @@ class LogCapture(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:  # handle() does the work
         self.handle(record)
 
+    def takes_invocation_line(self, invocation_id: str) -> bool:
+        """Whether a line of this invocation would be kept (`direct_lines.LineObserver`): only
+        while its attempt runs, so never the Executing/Executed lines written around it."""
+        return invocation_id in self.recorder.running
+
 
 def _message(record: logging.LogRecord) -> str:
     try:
@@ -284,18 +311,6 @@ def _plain_details(details: Mapping[str, Any]) -> bytes | Mapping[str, Any]:
         return marshal.dumps(plain)
     except ValueError:
         return details
-
-
-def to_record(values: list[Any]) -> InvocationRecord:
-    """The record of one pending attempt (its FIELDS values, changed in place)."""
-    stack = values[STACK]
-    if isinstance(stack, BaseException):
-        values[STACK] = clip("".join(traceback.format_exception(type(stack), stack, stack.__traceback__)).rstrip())
-    details = values[DETAILS]
-    values[DETAILS] = marshal.loads(details) if type(details) is bytes else dict(details)
-    lines = values[LOGS]
-    values[LOGS] = tuple(map(LogLine._make, marshal.loads(lines))) if lines is not None else ()
-    return InvocationRecord._make(values)
 
 
 def result_summary(request: InvocationRequest, result: InvocationResult) -> str | None:

@@ -15,6 +15,7 @@ import time
 import traceback
 from typing import Any
 
+from funchost import direct_lines
 from funchost.invocation.contracts import InvocationRequest, InvocationResult
 from funchost.invocation.middleware import CallNext, Invocation
 from funchost.invocation.plan import InvocationPlan
@@ -31,10 +32,8 @@ async def log_invocation(invocation: Invocation, call_next: CallNext) -> Invocat
 
 
 def _log_executing(plan: InvocationPlan, request: InvocationRequest) -> None:
-    details = request.details
-    _emit(logging.INFO, f"{plan.executing_prefix}{request.reason}', Id={request.invocation_id})", {
-        "event": "FunctionStarted", "function": plan.function.name, "invocation_id": request.invocation_id,
-        "reason": request.reason, "details": details if type(details) is dict else dict(details)})
+    _emit(logging.INFO, f"{plan.executing_prefix}{request.reason}', Id={request.invocation_id})", STARTED,
+          ("FunctionStarted", plan.function.name, request.invocation_id, request.reason, request.details))
 
 
 def _log_executed(plan: InvocationPlan, request: InvocationRequest, result: InvocationResult) -> None:
@@ -44,8 +43,7 @@ def _log_executed(plan: InvocationPlan, request: InvocationRequest, result: Invo
         if results_log.isEnabledFor(logging.INFO):
             _emit(logging.INFO,
                   f"{plan.executed_prefix}Succeeded, Id={request.invocation_id}, Duration={round(duration)}ms)",
-                  {"event": "FunctionCompleted", "function": name, "invocation_id": request.invocation_id,
-                   "succeeded": True, "duration_ms": round(duration, 3)})
+                  COMPLETED, ("FunctionCompleted", name, request.invocation_id, True, round(duration, 3)))
         return
     error = result.error
     message = result.error_message
@@ -64,23 +62,32 @@ def _log_executed(plan: InvocationPlan, request: InvocationRequest, result: Invo
 _RECORD_BASE: dict[str, Any] = {}
 
 
-def _emit(level: int, message: str, fields: dict[str, Any]) -> None:
-    """`results_log.log(level, message, extra=fields)` for the two lines of every invocation,
-    without LogRecord's per-call work that console lines never show (source file, thread and
-    process names): the message is already formatted and the caller has checked the level."""
+# The structured fields of the two lines (`direct_lines.fields_of`): function and invocation id second and third.
+STARTED = ("event", "function", "invocation_id", "reason", "details")
+COMPLETED = ("event", "function", "invocation_id", "succeeded", "duration_ms")
+
+
+def _emit(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ...]) -> None:
+    """`results_log.log(level, message, extra=fields)` for the two lines of every invocation:
+    straight to the console when no other handler would see the record (`direct_lines`), else a
+    record without LogRecord's per-call work that console lines never show (source file, thread
+    and process names). The message is already formatted and the caller has checked the level."""
+    if direct_lines.write(level, message, keys, values):
+        return
+    fields = direct_lines.fields_of(keys, values)
     if not _RECORD_BASE:
         template = logging.LogRecord(results_log.name, logging.INFO, "(unknown file)", 0, "", (), None)
         _RECORD_BASE.update(vars(template))
     now = time.time()
     record = logging.LogRecord.__new__(logging.LogRecord)
-    values = record.__dict__
-    values.update(_RECORD_BASE)
-    values.update(fields)
-    values["msg"] = message
-    values["levelno"] = level
-    values["levelname"] = logging.getLevelName(level)
-    values["created"] = now
-    values["msecs"] = int((now - int(now)) * 1000) + 0.0
-    values["relativeCreated"] = (now - logging._startTime) * 1000  # type: ignore[attr-defined]
-    values["thread"] = threading.get_ident()
+    attrs = record.__dict__
+    attrs.update(_RECORD_BASE)
+    attrs.update(fields)
+    attrs["msg"] = message
+    attrs["levelno"] = level
+    attrs["levelname"] = logging.getLevelName(level)
+    attrs["created"] = now
+    attrs["msecs"] = int((now - int(now)) * 1000) + 0.0
+    attrs["relativeCreated"] = (now - logging._startTime) * 1000  # type: ignore[attr-defined]
+    attrs["thread"] = threading.get_ident()
     results_log.handle(record)

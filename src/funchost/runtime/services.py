@@ -42,9 +42,13 @@ class HttpMount:
 
     prefix: str
     app: ASGIApp
+    _under: str = field(init=False, repr=False, compare=False)  # prefix of the paths below it
 
-    def matches(self, path: str) -> bool:
-        return path == self.prefix or path.startswith(self.prefix.rstrip("/") + "/")
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_under", self.prefix.rstrip("/") + "/")
+
+    def matches(self, path: str) -> bool:  # on every request: nothing built here
+        return path == self.prefix or path.startswith(self._under)
 
 
 @dataclass(slots=True, eq=False)

@@ -9,10 +9,11 @@ docs/dashboard.md). Several hosts on one data folder share one history.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import marshal
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, overload
 
 SUCCEEDED = "succeeded"
 FAILED = "failed"
@@ -48,6 +49,51 @@ class InvocationRecord(NamedTuple):  # a tuple: one is built for every invocatio
     retry_count: int = 0
     dropped_logs: int = 0  # lines past MAX_LOG_LINES
     logs: tuple[LogLine, ...] = ()  # last: a store may keep the lines apart from the rest
+
+
+FIELDS = len(InvocationRecord._fields)
+DETAILS = InvocationRecord._fields.index("details")
+LOGS = InvocationRecord._fields.index("logs")
+
+
+class RecordBatch(Sequence[InvocationRecord]):
+    """Records as the dashboard's recorder collects them: FIELDS plain values each in one flat
+    list, in `InvocationRecord`'s field order, with the details as marshal bytes (or a mapping
+    that marshal does not take) and the log lines as marshal bytes of their tuples (or None).
+    A store that knows the layout encodes the values as they are, with no object per record
+    (the SQLite history does: its cost per invocation, benchmarks/README.md); to anything else it
+    is a sequence of records."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: list[Any]) -> None:
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.values) // FIELDS
+
+    @overload
+    def __getitem__(self, index: int) -> InvocationRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[InvocationRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> InvocationRecord | Sequence[InvocationRecord]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        values = list(self.values[index * FIELDS:(index + 1) * FIELDS])
+        details = values[DETAILS]
+        values[DETAILS] = marshal.loads(details) if type(details) is bytes else dict(details)
+        lines = values[LOGS]
+        values[LOGS] = tuple(map(LogLine._make, marshal.loads(lines))) if lines is not None else ()
+        return InvocationRecord._make(values)
+
+    def __iter__(self) -> Iterator[InvocationRecord]:
+        return (self[i] for i in range(len(self)))
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from tests.unit.dashboard.support import dashboard, dashboard_host
 
 from funchost.clock import ManualClock
 from funchost.dashboard.options import DashboardOptions
-from funchost.dashboard.recorder import DETAILS, HistoryRecorder, LogCapture, middleware
+from funchost.dashboard.recorder import HistoryRecorder, LogCapture, middleware
 from funchost.invocation.contracts import InvocationRequest
-from funchost.storage.invocations import FAILED, InvocationRecord
+from funchost.storage.invocations import DETAILS, FAILED, InvocationRecord
 from funchost.testing import HostHarness, write_app
 
 APP = """
@@ -260,4 +260,25 @@ async def test_details_marshal_does_not_take_are_kept_as_text(tmp_path: Path) ->
         assert await recorder.flush() == 1
         assert store.batches[0][0].details == {"MessageId": "q", "DequeueCount": 1, "InsertedOn": str(when),
                                                "Ids": ["a", "b"]}
+        await recorder.stop()
+
+
+async def test_details_of_untracked_values_wait_as_they_are_and_are_encoded_by_the_writer(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    recorder = HistoryRecorder(ManualClock(), DashboardOptions(flush_interval=3600))
+    store = CountingStore()
+    when = datetime(2026, 12, 3, 17, 0, tzinfo=UTC)
+    plain = {"MessageId": "p", "DequeueCount": 2}
+    dated = {"MessageId": "d", "InsertedOn": when}
+    async with dashboard_host(tmp_path, APP) as host:
+        await recorder.start(store)  # type: ignore[arg-type]
+        await _observed(recorder, host, "p", plain)
+        await _observed(recorder, host, "d", dated)
+        await _observed(recorder, host, "e", dict(dated, MessageId="e"))
+        waiting = recorder._pending[DETAILS::len(InvocationRecord._fields)]
+        assert waiting[0] is plain and waiting[1] is dated  # no encoding on the invocation path
+        assert await recorder.flush() == 3
+        assert [r.details for r in store.batches[0]] == [plain, {"MessageId": "d", "InsertedOn": str(when)},
+                                                        {"MessageId": "e", "InsertedOn": str(when)}]
         await recorder.stop()

@@ -8,9 +8,13 @@ under 1 µs per record, which is what lets the dashboard stay on under load (ben
 history is bounded (`MAX_HISTORY_COUNT`), so a scan is a few milliseconds at most.
 
 Each segment row holds its records' seq range, their start-time range (age pruning drops whole
-segments by it), `records` (marshal: a tuple of record tuples, `RECORD_FIELDS` order, each with
-its seq) and `logs` (marshal: ``{seq: ((time, level, category, message), ...)}`` for the records
-that wrote lines, NULL when none did), last in the row so listings never read them. marshal
+segments by it), `records` and `logs` (marshal: ``{seq: ((time, level, category, message), ...)}``
+for the records that wrote lines, NULL when none did), last in the row so listings never read
+them. `records` has two layouts, named by `format`: RECORD_FORMAT, a tuple of record tuples
+(`RECORD_FIELDS` order, each with its seq), written for records given one by one and when a
+prune rewrites a segment; FLAT_FORMAT, the recorder's `RecordBatch` values as they are (one flat
+list, `InvocationRecord` order without seqs, which follow from `first_seq`; details as marshal
+bytes, decoded on read), so that writing a batch builds no object per record. marshal
 encodes exactly the plain values a record holds (str, float, int, None, dict, list, tuple) and
 nothing else: no code runs when a segment is read, and a value of any other type in trigger
 details is written as its JSON form. `format` names the encoding; a reader skips a format it does
@@ -32,15 +36,20 @@ from typing import Any
 
 from funchost.storage.invocations import (
     FAILED,
+    FIELDS,
+    LOGS,
     FunctionActivity,
     InvocationRecord,
     LogLine,
+    RecordBatch,
     StoredInvocation,
 )
 from funchost.storage.sqlite.db import SqliteDatabase
 
 DB_FILE = "invocations.db"
 RECORD_FORMAT = 1  # marshal of RECORD_FIELDS tuples; logs by seq
+FLAT_FORMAT = 2  # marshal of a `RecordBatch`'s flat values (details as marshal bytes, no logs); logs by seq
+FORMATS = (RECORD_FORMAT, FLAT_FORMAT)
 
 # The first version kept one row per invocation (tables `invocations` and `invocation_logs`): a
 # history is an observation of the past, so an older file's rows are dropped rather than converted.
@@ -68,6 +77,7 @@ INSERT OR IGNORE INTO history_counter VALUES (1, 0)
 RECORD_FIELDS = ("seq", *InvocationRecord._fields[:-1])
 SEQ, ID, FUNCTION, STARTED, OUTCOME, DETAILS = (RECORD_FIELDS.index(name) for name in
                                                 ("seq", "id", "function", "started", "outcome", "details"))
+FLAT_DETAILS = DETAILS - 1  # in a `RecordBatch`'s record (no seq)
 Row = tuple[Any, ...]  # one record as stored, RECORD_FIELDS order
 
 
@@ -105,11 +115,12 @@ class SqliteInvocationHistory:
         needle = marshal.dumps(invocation_id)[1:]  # the id as it appears inside an encoded segment
 
         def read(conn: sqlite3.Connection) -> StoredInvocation | None:
-            for last_seq, blob in conn.execute("SELECT last_seq, records FROM history_segments WHERE format = ? "
-                                               "ORDER BY last_seq DESC", (RECORD_FORMAT,)):
+            for last_seq, first_seq, record_format, blob in conn.execute(
+                    f"SELECT last_seq, first_seq, format, records FROM history_segments WHERE format IN {FORMATS} "
+                    "ORDER BY last_seq DESC"):
                 if needle not in blob:  # skip decoding segments that cannot hold it
                     continue
-                for row in reversed(marshal.loads(blob)):
+                for row in reversed(_rows(record_format, blob, first_seq)):
                     if row[ID] == invocation_id:
                         logs = conn.execute("SELECT logs FROM history_segments WHERE last_seq = ?",
                                             (last_seq,)).fetchone()[0]
@@ -121,17 +132,17 @@ class SqliteInvocationHistory:
 
     async def activity(self) -> list[FunctionActivity]:
         def read(conn: sqlite3.Connection) -> list[FunctionActivity]:
-            segments = conn.execute("SELECT first_seq, last_seq, count FROM history_segments WHERE format = ?",
-                                    (RECORD_FORMAT,)).fetchall()
+            segments = conn.execute(f"SELECT first_seq, last_seq, count FROM history_segments WHERE format IN {FORMATS}"
+                                    ).fetchall()
             keys = [(first, last, count) for first, last, count in segments]
             cache, self._activity = self._activity, {}
             totals: dict[str, _Tally] = {}
             for key in keys:
                 tallies = cache.get(key)
                 if tallies is None:
-                    blob = conn.execute("SELECT records FROM history_segments WHERE last_seq = ?",
+                    blob = conn.execute("SELECT format, records FROM history_segments WHERE last_seq = ?",
                                         (key[1],)).fetchone()
-                    tallies = _tally(marshal.loads(blob[0])) if blob is not None else {}
+                    tallies = _tally(_rows(blob[0], blob[1], key[0])) if blob is not None else {}
                 self._activity[key] = tallies
                 for name, tally in tallies.items():
                     total = totals.get(name)
@@ -158,6 +169,10 @@ class SqliteInvocationHistory:
 
 def _append(conn: sqlite3.Connection, records: Sequence[InvocationRecord]) -> None:
     first = conn.execute("SELECT last_seq FROM history_counter").fetchone()[0] + 1
+    if isinstance(records, RecordBatch):
+        _write_flat_segment(conn, records.values, first)
+        conn.execute("UPDATE history_counter SET last_seq = ?", (first + len(records) - 1,))
+        return
     rows = [(seq, *r[:-1]) for seq, r in enumerate(records, first)]
     logs = {seq: tuple(map(tuple, r.logs)) for seq, r in enumerate(records, first) if r.logs}
     conn.execute("UPDATE history_counter SET last_seq = ?", (first + len(rows) - 1,))
@@ -174,6 +189,45 @@ def _write_segment(conn: sqlite3.Connection, rows: list[Row], logs: dict[int, An
     conn.execute("INSERT OR REPLACE INTO history_segments VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                  (rows[-1][SEQ], rows[0][SEQ], len(rows), min(started), max(started), RECORD_FORMAT, encoded,
                   marshal.dumps(logs) if logs else None))
+
+
+def _write_flat_segment(conn: sqlite3.Connection, values: list[Any], first: int) -> None:
+    """A `RecordBatch` as one FLAT_FORMAT segment: its values as they are (details as marshal
+    bytes), each record's seq its position after `first`; log lines into the logs column."""
+    logs: dict[int, Any] = {}
+    if any(values[LOGS::FIELDS]):
+        values = list(values)  # the batch stays as it came (the recorder keeps it if this fails)
+        for index in range(LOGS, len(values), FIELDS):
+            lines = values[index]
+            if lines is not None:
+                logs[first + index // FIELDS] = tuple(marshal.loads(lines))
+                values[index] = None
+    try:
+        encoded = marshal.dumps(values)
+    except ValueError:  # details marshal does not take (an app's own event): their JSON form, as bytes
+        values = [marshal.dumps(json.loads(_json(dict(value)))) if index % FIELDS == FLAT_DETAILS
+                  and type(value) is not bytes else value for index, value in enumerate(values)]
+        encoded = marshal.dumps(values)
+    started = values[STARTED - 1::FIELDS]
+    count = len(values) // FIELDS
+    conn.execute("INSERT OR REPLACE INTO history_segments VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                 (first + count - 1, first, count, min(started), max(started), FLAT_FORMAT, encoded,
+                  marshal.dumps(logs) if logs else None))
+
+
+def _rows(record_format: int, blob: bytes, first_seq: int) -> Sequence[Row]:
+    """A segment's records as rows (RECORD_FIELDS order, details decoded), oldest first."""
+    if record_format == RECORD_FORMAT:
+        rows: Sequence[Row] = marshal.loads(blob)
+        return rows
+    values = marshal.loads(blob)
+    decoded: list[Row] = []
+    for seq, start in enumerate(range(0, len(values), FIELDS), first_seq):
+        details = values[start + FLAT_DETAILS]
+        decoded.append((seq, *values[start:start + FLAT_DETAILS],
+                        marshal.loads(details) if type(details) is bytes else details,
+                        *values[start + FLAT_DETAILS + 1:start + LOGS]))
+    return decoded
 
 
 _json = json.JSONEncoder(default=str).encode
@@ -212,11 +266,11 @@ def _prune_by_count(conn: sqlite3.Connection, max_count: int) -> int:
 
 def _rewrite(conn: sqlite3.Connection, last_seq: int, keep: Any) -> int:
     """Rewrite one segment with the records `keep(rows)` returns; returns how many went."""
-    found = conn.execute("SELECT format, records, logs FROM history_segments WHERE last_seq = ?",
+    found = conn.execute("SELECT format, records, logs, first_seq FROM history_segments WHERE last_seq = ?",
                          (last_seq,)).fetchone()
-    if found is None or found[0] != RECORD_FORMAT:
+    if found is None or found[0] not in FORMATS:
         return 0
-    rows = list(marshal.loads(found[1]))
+    rows = list(_rows(found[0], found[1], found[3]))  # rewritten as RECORD_FORMAT (explicit seqs)
     kept = keep(rows)
     conn.execute("DELETE FROM history_segments WHERE last_seq = ?", (last_seq,))
     if kept:
@@ -231,11 +285,11 @@ def _rewrite(conn: sqlite3.Connection, last_seq: int, keep: Any) -> int:
 def _newest_first(conn: sqlite3.Connection, before_seq: int | None, after_seq: int | None) -> Iterator[Row]:
     """Records newest first from the segments that can hold seqs in (after_seq, before_seq)."""
     cursor = conn.execute(
-        "SELECT records FROM history_segments WHERE format = ? AND first_seq < ? AND last_seq > ? "
-        "ORDER BY last_seq DESC",
-        (RECORD_FORMAT, before_seq if before_seq is not None else 2**63 - 1, after_seq or 0))
-    for (blob,) in cursor:
-        yield from reversed(marshal.loads(blob))
+        f"SELECT format, records, first_seq FROM history_segments WHERE format IN {FORMATS} AND first_seq < ? "
+        "AND last_seq > ? ORDER BY last_seq DESC",
+        (before_seq if before_seq is not None else 2**63 - 1, after_seq or 0))
+    for record_format, blob, first_seq in cursor:
+        yield from reversed(_rows(record_format, blob, first_seq))
 
 
 def _stored(row: Row, logs: tuple[LogLine, ...]) -> StoredInvocation:

@@ -1,0 +1,145 @@
+"""The two lines of every invocation written straight to the console when nothing else would see them.
+
+Every invocation attempt writes an Executing and an Executed line (`invocation/log.py`). As a
+`logging` record each one is a LogRecord, the loggers' handler walk, the category filter, the
+formatter, the handler's lock and every other root handler's look at the record: 7-9 µs of CPU
+per line in a host's invocation (benchmarks/README.md, `lines-http`). When the only handlers a
+``funchost.results`` record would reach are the host's console handler (`logs.configure`) and
+handlers that declare they take no line of the given invocation (the dashboard's log capture,
+which keeps the lines of running attempts, and these two lines are written outside the attempt),
+`write` formats the line as the console's formatter would and writes it to the console handler's
+stream under its lock: the same text or NDJSON event, in the same order as every other line.
+
+Anything else on the way (pytest's caplog, a handler or filter the app added, another formatter,
+the OpenTelemetry log export, a level on the console handler that drops the line) makes `write`
+answer False, and the caller logs the record through `logging` as before. Checked on every line:
+nothing is cached that a change to the logging configuration could leave stale, except the
+category's level (the console's own filter caches it the same way).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any, Protocol, runtime_checkable
+
+from funchost.logs import (
+    CategoryFilter,
+    ConsoleHandler,
+    JsonFormatter,
+    TextFormatter,
+    camel_key,
+    timestamp_of,
+)
+
+RESULTS_LOGGER = "funchost.results"
+_CAMEL: dict[str, str] = {}  # field name -> NDJSON key
+
+
+@runtime_checkable
+class LineObserver(Protocol):
+    """A root handler that may leave an invocation's Executing/Executed lines to `write`."""
+
+    def takes_invocation_line(self, invocation_id: str) -> bool:
+        """Whether a record of this invocation's lines would be kept (then `logging` is used)."""
+
+
+class _Route:
+    """What the root handlers were when last looked at: the console handler and the observers."""
+
+    __slots__ = ("console", "handlers", "levels", "observers")
+
+    def __init__(self, handlers: list[logging.Handler]) -> None:
+        self.handlers = tuple(handlers)
+        self.console: ConsoleHandler | None = None
+        self.observers: tuple[LineObserver, ...] = ()
+        self.levels: tuple[CategoryFilter | None, dict[str, tuple[str, int]]] = (None, {})
+        consoles = [h for h in handlers if type(h) is ConsoleHandler]
+        others = [h for h in handlers if type(h) is not ConsoleHandler]
+        if len(consoles) != 1 or not all(isinstance(h, LineObserver) for h in others):
+            return
+        self.console = consoles[0]
+        self.observers = tuple(others)  # type: ignore[arg-type]  # checked above
+
+    def category(self, category_filter: CategoryFilter, function: str) -> tuple[str, int]:
+        """The function's category and the console filter's level for it (kept per filter)."""
+        owner, known = self.levels
+        if owner is not category_filter:
+            known = {}
+            self.levels = (category_filter, known)
+        found = known.get(function)
+        if found is None:
+            category = f"Function.{function}"
+            found = known[function] = (category, category_filter.threshold(category))
+        return found
+
+
+_route = _Route([])
+_results = logging.getLogger(RESULTS_LOGGER)
+_root = logging.getLogger()
+
+
+def write(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ...]) -> bool:
+    """Write one Executing/Executed line directly; False when the record must go through
+    `logging` instead (the caller has checked the logger's level). `keys` and `values` are the
+    record's structured fields (`fields_of`), the function's name and the invocation id second
+    and third."""
+    global _route
+    results = _results
+    if results.handlers or results.filters or results.disabled or not results.propagate:
+        return False
+    parent: Any = results.parent
+    if parent is not _root and (parent.handlers or not parent.propagate or (
+            parent.parent is not _root and not _passes_on(parent.parent))):
+        return False
+    handlers = _root.handlers
+    route = _route
+    if route.handlers != tuple(handlers):  # handlers compare by identity
+        route = _route = _Route(handlers)
+    console = route.console
+    if console is None or level < console.level:
+        return False
+    formatter = type(console.formatter)  # read each time: a handler's formatter can be replaced
+    if formatter is not TextFormatter and formatter is not JsonFormatter:
+        return False
+    filters = console.filters
+    category_filter = filters[0] if len(filters) == 1 else None
+    if type(category_filter) is not CategoryFilter:
+        return False
+    invocation_id = values[2]
+    for observer in route.observers:
+        if observer.takes_invocation_line(invocation_id):
+            return False
+    category, threshold = route.category(category_filter, values[1])
+    if level < threshold:
+        return True  # the console's filter drops it, and no other handler would take it
+    if formatter is JsonFormatter:
+        event: dict[str, Any] = {"time": timestamp_of(time.time()), "level": logging.getLevelName(level),
+                                 "category": category, "message": message}
+        for key, value in fields_of(keys, values).items():
+            name = _CAMEL.get(key)
+            if name is None:
+                name = _CAMEL[key] = camel_key(key)
+            event[name] = value
+        return console.write_line(json.dumps(event, default=str) + console.terminator)
+    return console.write_line(f"[{timestamp_of(time.time())}] {message}{console.terminator}")
+
+
+def fields_of(keys: tuple[str, ...], values: tuple[Any, ...]) -> dict[str, Any]:
+    """The record's `extra` fields; trigger details as a plain dict."""
+    fields = dict(zip(keys, values, strict=True))
+    details = fields.get("details")
+    if details is not None and type(details) is not dict:
+        fields["details"] = dict(details)
+    return fields
+
+
+def _passes_on(logger: Any) -> bool:
+    """No handler between `logger` (an ancestor of the results logger) and the root, and each passes
+    records on (their filters do not apply to records propagated to them)."""
+    while logger is not _root:
+        if logger.handlers or not logger.propagate:
+            return False
+        logger = logger.parent
+    return True

@@ -1,0 +1,175 @@
+"""The Executing/Executed lines written straight to the console are the lines `logging` writes,
+and any other handler, filter or formatter on the way sends them through `logging` again."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from funchost import direct_lines, logs
+from funchost.invocation import log as invocation_log
+
+ID = "0b1c5a4e-2f0d-4c1e-9a57-3f1f2d7e9b10"
+EXECUTING = (invocation_log.STARTED, ("FunctionStarted", "hello", ID, "This function was programmatically called "
+             "via the host APIs.", MappingProxyType({"MessageId": "m-1", "DequeueCount": 2,
+                                                           "InsertedOn": "2026-01-01T00:00:00+00:00"})))
+EXECUTED = (invocation_log.COMPLETED, ("FunctionCompleted", "hello", ID, True, 1.234))
+LINES = [(f"Executing 'Functions.hello' (Reason='x', Id={ID})", EXECUTING),
+         (f"Executed 'Functions.hello' (Succeeded, Id={ID}, Duration=1ms)", EXECUTED)]
+
+
+class Observer(logging.Handler):
+    """A root handler that takes the lines of `running` ids only (as the dashboard's capture)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.running: set[str] = set()
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "invocation_id", None) in self.running:
+            self.seen.append(record.getMessage())
+
+    def takes_invocation_line(self, invocation_id: str) -> bool:
+        return invocation_id in self.running
+
+
+@contextmanager
+def only_console() -> Iterator[tuple[logs.ConsoleHandler, io.StringIO]]:
+    """The host's console handler alone on the root logger (pytest's own handlers set aside: they
+    are added for the test's body, so this runs inside it)."""
+    root = logging.getLogger()
+    saved, level = list(root.handlers), root.level
+    root.handlers.clear()
+    stream = io.StringIO()
+    handler = logs.configure("text", stream=stream)
+    try:
+        yield handler, stream
+    finally:
+        handler.close()
+        root.handlers[:] = saved
+        root.setLevel(level)
+
+
+def _write_both_ways(handler: logs.ConsoleHandler, stream: io.StringIO) -> tuple[list[str], list[str]]:
+    """The lines written directly, then the same lines through `logging`."""
+    for message, fields in LINES:
+        assert direct_lines.write(logging.INFO, message, *fields)
+    handler.flush()
+    direct = stream.getvalue().splitlines()
+    stream.seek(0)
+    stream.truncate()
+    forced = logging.NullHandler()  # a handler direct_lines does not know: `logging` writes the lines
+    logging.getLogger().addHandler(forced)
+    try:
+        for message, fields in LINES:
+            assert not direct_lines.write(logging.INFO, message, *fields)
+            invocation_log._emit(logging.INFO, message, *fields)
+    finally:
+        logging.getLogger().removeHandler(forced)
+    handler.flush()
+    return direct, stream.getvalue().splitlines()
+
+
+def _without_time(line: str) -> str:
+    return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", "<time>", line)
+
+
+def test_text_lines_are_the_formatters() -> None:
+    with only_console() as console:
+        direct, logged = _write_both_ways(*console)
+    assert len(direct) == 2 and direct[0].endswith(LINES[0][0]) and direct[0].startswith("[20")
+    assert [_without_time(line) for line in direct] == [_without_time(line) for line in logged]
+
+
+def test_ndjson_events_are_the_formatters() -> None:
+    with only_console() as (handler, stream):
+        handler.setFormatter(logs.JsonFormatter())
+        direct, logged = _write_both_ways(handler, stream)
+    events = [json.loads(line) for line in direct]
+    assert [list(event) for event in events] == [list(json.loads(line)) for line in logged]
+    assert events[0]["invocationId"] == ID and events[0]["details"]["DequeueCount"] == 2
+    assert events[1]["durationMs"] == 1.234 and events[1]["category"] == "Function.hello"
+    for event, line in zip(events, logged, strict=True):
+        expected = json.loads(line)
+        assert {k: v for k, v in event.items() if k != "time"} == {k: v for k, v in expected.items() if k != "time"}
+
+
+def test_a_line_an_observer_takes_goes_through_logging() -> None:
+    with only_console() as (handler, stream):
+        observer = Observer()
+        logging.getLogger().addHandler(observer)
+        assert direct_lines.write(logging.INFO, LINES[0][0], *LINES[0][1])  # not running: written directly
+        observer.running.add(ID)
+        assert not direct_lines.write(logging.INFO, LINES[0][0], *LINES[0][1])
+        invocation_log._emit(logging.INFO, LINES[0][0], *LINES[0][1])
+        assert observer.seen == [LINES[0][0]]
+        handler.flush()
+        assert len(stream.getvalue().splitlines()) == 2
+
+
+@pytest.mark.parametrize("change", ["handler on the logger", "filter on the logger", "not propagated",
+                                    "another formatter", "console level", "console filter", "two consoles"])
+def test_any_other_route_goes_through_logging(change: str) -> None:
+    with only_console() as (handler, _):
+        _check_route(handler, change)
+
+
+def _check_route(handler: logs.ConsoleHandler, change: str) -> None:
+    assert direct_lines.write(logging.INFO, LINES[0][0], *LINES[0][1])  # before the change: written directly
+    results = logging.getLogger(direct_lines.RESULTS_LOGGER)
+    undo: list[Any] = []
+    if change == "handler on the logger":
+        extra = logging.NullHandler()
+        results.addHandler(extra)
+        undo.append(lambda: results.removeHandler(extra))
+    elif change == "filter on the logger":
+        only = logging.Filter("nothing")
+        results.addFilter(only)
+        undo.append(lambda: results.removeFilter(only))
+    elif change == "not propagated":
+        results.propagate = False
+        undo.append(lambda: setattr(results, "propagate", True))
+    elif change == "another formatter":
+        handler.setFormatter(logging.Formatter("%(message)s"))
+    elif change == "console level":
+        handler.setLevel(logging.WARNING)
+    elif change == "console filter":
+        handler.addFilter(logging.Filter())
+    else:
+        second = logs.ConsoleHandler(io.StringIO())
+        logging.getLogger().addHandler(second)
+        undo.append(lambda: logging.getLogger().removeHandler(second))
+    try:
+        assert not direct_lines.write(logging.INFO, LINES[0][0], *LINES[0][1])
+    finally:
+        for step in undo:
+            step()
+    assert direct_lines.write(logging.INFO, LINES[1][0], *LINES[1][1]) == (change not in ("another formatter", "console level",
+                                                                           "console filter"))
+
+
+def test_a_category_level_drops_the_line() -> None:
+    with only_console() as (handler, stream):
+        handler.filters[0] = logs.CategoryFilter({"Function.hello": "Warning"})
+        assert direct_lines.write(logging.INFO, LINES[0][0], *LINES[0][1])  # handled: nothing to write
+        handler.flush()
+        assert stream.getvalue() == ""
+
+
+def test_a_formatter_replaced_after_the_first_line_is_followed() -> None:
+    with only_console() as (handler, stream):
+        assert direct_lines.write(logging.INFO, LINES[0][0], *LINES[0][1])
+        handler.setFormatter(logs.JsonFormatter())
+        assert direct_lines.write(logging.INFO, LINES[1][0], *LINES[1][1])
+        handler.flush()
+        text, event = stream.getvalue().splitlines()
+        assert text.endswith(LINES[0][0]) and json.loads(event)["message"] == LINES[1][0]
