@@ -36,6 +36,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -169,14 +170,25 @@ async def funchost_round(server: Server, work: Path, messages: int, hosts: int) 
         spawned = time.perf_counter()
         processes = [spawn_host(app, work / f"data-{i}", env, work / f"host-{i}.log") for i in range(hosts)]
 
+        hosts_pids = [p.pid for p in processes]
+        first: list[float] = []  # the hosts' and the server's CPU seconds at the first completion
+
         async def remaining() -> int:
-            return int((await service.get_queue_properties("bench")).approximate_message_count)
+            left = int((await service.get_queue_properties("bench")).approximate_message_count)
+            if left < messages and not first:
+                first.extend([peers.tree_cpu(hosts_pids), peers.tree_cpu([server.postmaster]), left])
+            return left
 
         try:
-            result = await peers.watch(remaining, messages, processes[0], spawned,
-                                       [p.pid for p in processes] + [server.postmaster])
+            result = await peers.watch(remaining, messages, processes[0], spawned, hosts_pids + [server.postmaster])
             if any(p.poll() is not None for p in processes):
                 raise RuntimeError("a host exited during the drain (its log: host-N.log)")
+            # The same window split between the hosts and the server: `watch` counts the messages
+            # completed after its first observation (`first[2]` left then).
+            drained = max(1.0, first[2])
+            result["hosts_cpu_us_per_message"] = round((peers.tree_cpu(hosts_pids) - first[0]) / drained * 1e6, 1)
+            result["server_cpu_us_per_message"] = round(
+                (peers.tree_cpu([server.postmaster]) - first[1]) / drained * 1e6, 1)
             return result
         finally:
             stop_hosts(processes)
@@ -307,7 +319,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "results": results,
         "ratios": {"funchost-pg-1 / pgqueuer-32": ratio("funchost-pg-1", "pgqueuer-32"),
                    "funchost-pg-2hosts / funchost-pg-1": ratio("funchost-pg-2hosts", "funchost-pg-1")},
+        # Medians of the rounds, draining processes + server (`watch`), and split for the hosts.
         "cpu_us_per_message": {name: row["cpu_us_per_message"]["median"] for name, row in results.items()},
+        "cpu_us_per_message_split": {
+            name: {part: statistics.median(r[f"{part}_cpu_us_per_message"] for r in samples)
+                   for part in ("hosts", "server")}
+            for name, samples in rounds.items() if name.startswith("funchost")},
         "cross_host_pickup": pickups,
     }
 
@@ -327,6 +344,7 @@ def main() -> None:
         print(f"{name:20} {row['min']:>8.0f} {row['median']:>8.0f} {row['max']:>8.0f}"
               f"   {row['cpu_us_per_message']['median']:>10.1f}")
     print("ratios (msg/s medians):", report["ratios"])
+    print("CPU us per message, hosts / server:", report["cpu_us_per_message_split"])
     print("cross-host pickup:", report["cross_host_pickup"])
     print("load average start / end:", report["environment"]["load_average_start"],
           report["environment"]["load_average_end"])
