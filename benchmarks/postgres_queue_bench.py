@@ -14,7 +14,9 @@ fsync off); rounds interleaved target by target, each draining a queue filled be
   `AZURE_FUNCTIONS_ENVIRONMENT=Production`; the queue filled through the backend's queue service
   (`open_storage("postgres", ...)`, puts in parallel);
 * ``funchost-pg-2hosts``: two such processes with separate data folders on one schema, draining
-  one queue together (spawned together, as `queue_peers_bench` spawns its one process).
+  one queue together (spawned together, as `queue_peers_bench` spawns its one process);
+* ``funchost-pg-1-warning`` (with ``--quiet-row``): funchost-pg-1 with `queue_peers_bench`'s
+  host.json (log level Warning: no console line per invocation).
 
 The drain rate runs from the first completed message to the last (`queue_peers_bench.watch`, the
 remaining count from the queue's approximate count every 50 ms); CPU per message counts the draining
@@ -84,10 +86,12 @@ def encoded(body: dict[str, Any]) -> str:
     return base64.b64encode(json.dumps(body).encode()).decode()
 
 
-def write_app(folder: Path, pickup: bool = False) -> Path:
-    """`queue_peers_bench`'s no-op app with the default host.json (and the pickup function)."""
+def write_app(folder: Path, pickup: bool = False, quiet: bool = False) -> Path:
+    """`queue_peers_bench`'s no-op app with the default host.json (and the pickup function);
+    `quiet`: its host.json instead (log level Warning: no per-invocation console lines)."""
     peers.write_app(folder)
-    (folder / "host.json").write_text(DEFAULT_HOST_JSON)
+    if not quiet:
+        (folder / "host.json").write_text(DEFAULT_HOST_JSON)
     if pickup:
         (folder / "function_app.py").write_text(peers.APP + PICKUP_FUNCTION)
     return folder
@@ -155,9 +159,10 @@ def stop_hosts(processes: list[subprocess.Popen[bytes]]) -> None:
             process.wait(timeout=10)
 
 
-async def funchost_round(server: Server, work: Path, messages: int, hosts: int) -> dict[str, float]:
+async def funchost_round(server: Server, work: Path, messages: int, hosts: int,
+                         quiet: bool = False) -> dict[str, float]:
     schema = server.schema(f"drain-{hosts}")
-    app = write_app(work / "app")
+    app = write_app(work / "app", quiet=quiet)
     storage = open_client(server, schema, work / "filler")
     try:
         service = storage.queues()
@@ -285,6 +290,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "funchost-pg-1": lambda w: funchost_round(server, w, args.messages, 1),
         "funchost-pg-2hosts": lambda w: funchost_round(server, w, args.messages, 2),
     }
+    if args.quiet_row:
+        targets["funchost-pg-1-warning"] = lambda w: funchost_round(server, w, args.messages, 1, quiet=True)
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
     pickups: dict[str, Any] = {}
     try:
@@ -315,6 +322,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         "load_average_start": [round(x, 2) for x in load_start],
                         "load_average_end": [round(x, 2) for x in os.getloadavg()]},
         "parameters": {"messages": args.messages, "rounds": args.rounds, "pickups": args.pickups,
+                       "quiet_row": args.quiet_row,
                        "pickup_spacing_s": args.spacing, "host_json": json.loads(DEFAULT_HOST_JSON)},
         "results": results,
         "ratios": {"funchost-pg-1 / pgqueuer-32": ratio("funchost-pg-1", "pgqueuer-32"),
@@ -336,6 +344,8 @@ def main() -> None:
     parser.add_argument("--pickups", type=int, default=200, help="cross-host pickup messages (0: skip)")
     parser.add_argument("--spacing", type=float, default=0.02, help="seconds between pickup messages")
     parser.add_argument("--settle", type=float, default=3.0, help="idle seconds before the pickups")
+    parser.add_argument("--quiet-row", action="store_true",
+                        help="also 'funchost-pg-1-warning': host.json log level Warning (no console line per call)")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
     report = asyncio.run(run(args))
