@@ -127,6 +127,9 @@ def separate_folders(server: CrashServer | None) -> bool:
     return server is not None and not {"queues", "blobs"} & set(LOCAL)
 
 
+SERVER_WAIT = 30.0  # seconds a host start waits for a restarting PostgreSQL server
+
+
 class Hosts:
     """Two hosts, each on a fixed port so clients and its ledger URL stay valid: on one data folder,
     or with `server` (`--storage postgres`) each on a data folder of its own, as on two machines.
@@ -156,13 +159,21 @@ class Hosts:
         return () if self.server is None else ("--storage", "postgres")
 
     def start(self, index: int) -> bool:
+        """Start host `index`; True once it serves. A host started while the PostgreSQL server is
+        restarting exits 1 naming the server, by design: it is started again once a second, as a
+        supervisor (systemd, Kubernetes) restarts it, for at most SERVER_WAIT seconds."""
         started = time.monotonic()
-        try:
-            host = start_funchost(self.app, *self.storage_args(), data_dir=self.folders[index], port=self.ports[index],
-                                  env=self.env(index), timeout=60)
-        except HostDidNotStart as exc:
-            self.logs.append(str(exc))
-            return False
+        while True:
+            try:
+                host = start_funchost(self.app, *self.storage_args(), data_dir=self.folders[index],
+                                      port=self.ports[index], env=self.env(index), timeout=60)
+                break
+            except HostDidNotStart as exc:
+                self.logs.append(str(exc))
+                server_away = self.server is not None and "cannot reach PostgreSQL" in str(exc)
+                if not server_away or time.monotonic() - started > SERVER_WAIT:
+                    return False
+                time.sleep(1.0)
         with self.lock:
             self.running[index] = host
         self.start_seconds.append(time.monotonic() - started)
