@@ -59,13 +59,9 @@ class WorkLoop:
         self._running: set[asyncio.Task[None]] = set()
         self._slot_freed = asyncio.Event()
         self._unsubscribe: Callable[[], None] | None = None
-        # The last fetch took everything visible (fewer items than free slots) and no signal has
-        # come since: the poll right after it would find nothing, so it only reads the next due time.
-        self._drained = False
-        self._signals_seen = 0  # signals so far: one during a fetch means it may have missed work
 
     async def start(self) -> None:
-        self._unsubscribe = self._signals.subscribe(self._topic, self.notify)
+        self._unsubscribe = self._signals.subscribe(self._topic, self._loop.notify)
         self._loop.start()
 
     async def stop(self) -> None:
@@ -79,8 +75,6 @@ class WorkLoop:
             await asyncio.gather(*list(self._running), return_exceptions=True)
 
     def notify(self) -> None:
-        self._drained = False
-        self._signals_seen += 1
         self._loop.notify()
 
     @property
@@ -94,19 +88,12 @@ class WorkLoop:
             await self._slot_freed.wait()
             return True
         with activity.busy():
-            signals_before = self._signals_seen
-            if self._drained:  # nothing new since everything visible was taken: no fetch
-                self._drained = False
-                items = []
-            else:
-                items = await self._fetch(free)
+            items = await self._fetch(free)
             for item in items:
                 task = asyncio.get_running_loop().create_task(self._run(item), name=f"durable:{self.name}")
                 self._running.add(task)
                 task.add_done_callback(self._finished)
             if items:
-                # Not after a signal that came while the fetch ran: that work may not be in `items`.
-                self._drained = len(items) < free and self._signals_seen == signals_before
                 return True
             if self._next_due is not None:
                 due = await self._next_due()
