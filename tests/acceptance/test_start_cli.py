@@ -63,12 +63,14 @@ def test_broken_app_names_the_problem_and_exits_1(tmp_path: Path, code: str, exp
         assert f"function_app.py:{line}" in result.stderr
 
 
-def test_misspelled_host_json_key_names_its_path(tmp_path: Path) -> None:
+def test_a_host_json_value_of_the_wrong_type_names_its_path_and_stops_the_start(tmp_path: Path) -> None:
+    """Unknown keys are warnings (as the host's configuration binder ignores them:
+    test_start_fidelity.py); a value the options cannot take still stops the start."""
     write_app(tmp_path / "app", LOGGING_APP,
-              host_json={"version": "2.0", "extensions": {"queues": {"batchSzie": 4}}})
+              host_json={"version": "2.0", "extensions": {"queues": {"batchSize": "four"}}})
     result = run_start(tmp_path / "app")
     assert result.returncode == 1
-    assert "host.json: extensions.queues.batchSzie" in result.stderr
+    assert "host.json: extensions.queues.batchSize: must be an integer" in result.stderr
 
 
 def test_text_output_has_invocation_lines_and_tagged_user_logs(tmp_path: Path) -> None:
