@@ -192,7 +192,7 @@ async def test_after_a_server_restart_writes_resume_and_subscribers_hear_again(
             except StorageError as exc:
                 assert exc.status == 503
                 await asyncio.sleep(0.1)
-        for _ in range(200):  # bounded wait: the listener reconnects with back-off and catches up
+        for _ in range(800):  # bounded (40 s): the listener reconnects with back-off (1, 2, 4, 8 s...) and catches up
             if "after" in heard:
                 break
             await asyncio.sleep(0.05)
