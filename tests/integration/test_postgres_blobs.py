@@ -185,13 +185,16 @@ async def test_after_a_server_restart_writes_resume_and_subscribers_hear_again(
         unsubscribe = b.blobs().subscribe(lambda change: heard.append(change.name))
         await a.blobs().upload_blob("c", "before", b"x")
         await asyncio.get_running_loop().run_in_executor(None, postgres_server.restart)  # type: ignore[attr-defined]
-        for _ in range(50):  # the first call on a connection the restart ended answers 503
+        written = False
+        for _ in range(300):  # bounded (30 s): calls answer 503 until the server is back on new connections
             try:
                 await a.blobs().upload_blob("c", "after", b"y")
+                written = True
                 break
             except StorageError as exc:
                 assert exc.status == 503
                 await asyncio.sleep(0.1)
+        assert written, "no write succeeded within 30 s of the restart"
         for _ in range(800):  # bounded (40 s): the listener reconnects with back-off (1, 2, 4, 8 s...) and catches up
             if "after" in heard:
                 break
