@@ -170,7 +170,7 @@ class Hosts:
                 break
             except HostDidNotStart as exc:
                 self.logs.append(str(exc))
-                server_away = self.server is not None and "cannot reach PostgreSQL" in str(exc)
+                server_away = self.server is not None and "PostgreSQL" in str(exc)  # unreachable, or restarting
                 if not server_away or time.monotonic() - started > SERVER_WAIT:
                     return False
                 time.sleep(1.0)
