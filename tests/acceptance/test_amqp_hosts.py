@@ -319,3 +319,19 @@ def test_the_workers_event_hubs_batch_metadata_flow(tmp_path: Path) -> None:
             assert system["PartitionKey"] is None and system["SequenceNumber"] >= 0 and system["Offset"] is not None
     finally:
         stop_funchost(host)
+
+
+def test_a_second_app_starts_beside_the_app_whose_host_serves_the_amqp_port(tmp_path: Path) -> None:
+    """Two apps (two data folders) on one machine, both with the endpoint on by default: the second
+    starts, leaves the port to the first app's host and says so, as with the storage endpoints."""
+    amqp = free_port()
+    first = start_funchost(write_app(tmp_path / "one", SERVICEBUS_APP, settings={"SbConnection": emulator(amqp)}),
+                           "--no-storage-endpoints", "--amqp-port", str(amqp), data_dir=tmp_path / "data-one")
+    try:
+        second = start_funchost(write_app(tmp_path / "two", EVENTHUBS_APP, settings={"EhConnection": emulator(amqp)}),
+                                "--no-storage-endpoints", "--amqp-port", str(amqp), data_dir=tmp_path / "data-two")
+        code, output = stop_funchost(second)
+    finally:
+        stop_funchost(first)
+    assert code == 0, output
+    assert f"The AMQP endpoint on port {amqp} is served by the host of another data folder" in output

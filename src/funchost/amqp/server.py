@@ -61,24 +61,35 @@ class AmqpEndpoint:
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[Any]] = set()
 
-    async def start(self) -> None:
+    async def start(self, *, beside_other_apps: bool = False) -> None:
+        """Serve the port, or use the endpoint of another process of this data folder there.
+        `beside_other_apps` (a host, not the standalone command): a port served by the host of
+        another data folder (another app on this machine) is left to it, as the storage endpoints
+        are, and this host starts without an endpoint of its own."""
         try:
             sock = _listen(self.settings.host, self.settings.port)
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE:
                 raise ConfigError(f"cannot serve AMQP on {self.settings.host}:{self.settings.port}: "
                                   f"{exc.strerror}; {HOW_TO_CHANGE}") from exc
-            await self._use_shared()
+            await self._use_shared(beside_other_apps)
             return
         self._server = await asyncio.start_server(self._accept, sock=sock)
         self.port = sock.getsockname()[1]
 
-    async def _use_shared(self) -> None:
+    async def _use_shared(self, beside_other_apps: bool) -> None:
         owner = await identity_at(self.settings.host, self.settings.port)
         if owner == self.identity:
             self.port, self.shared = self.settings.port, True
             log.info("The AMQP endpoint on port %d is served by another funchost process of this data folder; "
                      "using it.", self.port)
+            return
+        if owner and beside_other_apps:
+            self.port, self.shared = self.settings.port, True
+            log.warning("The AMQP endpoint on port %d is served by the host of another data folder (another app): "
+                        "SDK clients using the emulator connection string reach that app's Service Bus and Event "
+                        "Hubs; this app's functions use its own. To serve this app's too, %s.", self.port,
+                        HOW_TO_CHANGE)
             return
         who = "another funchost process serving a different data folder" if owner else "another program"
         raise ConfigError(f"cannot serve AMQP on {self.settings.host}:{self.settings.port}: the port is in use by "

@@ -50,7 +50,7 @@ async def start(runtime: Runtime) -> AmqpService | None:
         return None
     endpoint = build_endpoint(runtime.storage, runtime.app_dir, runtime.settings, runtime.signals, runtime.data_dir,
                               amqp)
-    await endpoint.start()
+    await endpoint.start(beside_other_apps=True)
     service = AmqpService(runtime, endpoint)
     runtime.services.provide(service)
     for line in endpoint.describe():
