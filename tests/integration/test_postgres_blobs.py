@@ -183,7 +183,12 @@ async def test_after_a_server_restart_writes_resume_and_subscribers_hear_again(
         await a.blobs().create_container("c")
         heard: list[str] = []
         unsubscribe = b.blobs().subscribe(lambda change: heard.append(change.name))
-        await a.blobs().upload_blob("c", "before", b"x")
+        for attempt in range(100):  # bounded: the subscriber hears from when its feed has read its start cursor
+            await a.blobs().upload_blob("c", f"before-{attempt}", b"x")
+            await asyncio.sleep(0.1)
+            if heard:
+                break
+        assert heard, "the subscriber on the other host never heard a write before the restart"
         await asyncio.get_running_loop().run_in_executor(None, postgres_server.restart)  # type: ignore[attr-defined]
         written = False
         for _ in range(300):  # bounded (30 s): calls answer 503 until the server is back on new connections

@@ -44,6 +44,7 @@ class RemoteChanges:
         self._deliver = deliver
         self._published: deque[str] = deque(maxlen=RECENT)
         self._task: asyncio.Task[None] | None = None
+        self._delay = 1.0
 
     def published(self, change: BlobChange) -> None:
         """A change this process published itself (already delivered)."""
@@ -61,7 +62,7 @@ class RemoteChanges:
 
     async def _run(self) -> None:
         cursor = await self._start_cursor()
-        delay = 1.0
+        self._delay = 1.0
         while True:
             try:
                 cursor = await self._listen(cursor)
@@ -69,9 +70,9 @@ class RemoteChanges:
                 raise
             except Exception as exc:  # the server went away: back off, reconnect, catch up
                 log.warning("blob change notifications for %s lost (%s); reconnecting in %.0fs", self._account,
-                            type(exc).__name__, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, MAX_BACKOFF)
+                            type(exc).__name__, self._delay)
+                await asyncio.sleep(self._delay)
+                self._delay = min(self._delay * 2, MAX_BACKOFF)
 
     async def _start_cursor(self) -> str | None:
         delay = 1.0
@@ -90,6 +91,7 @@ class RemoteChanges:
         async with await psycopg.AsyncConnection.connect(self._config.conninfo, autocommit=True, **kwargs) as conn:
             await conn.execute(pgsql.SQL("LISTEN {}").format(pgsql.Identifier(blob_channel(self._config.schema))))
             cursor = await self._catch_up(cursor)  # what was written while not listening
+            self._delay = 1.0  # listening and caught up: the next loss starts its back-off afresh
             async for notify in conn.notifies():
                 if notify.payload == self._account:
                     cursor = await self._catch_up(cursor)

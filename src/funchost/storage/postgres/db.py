@@ -152,7 +152,9 @@ class PgDatabase:
             with conn.transaction():
                 return fn(conn)
         except psycopg.Error as exc:
-            if conn.broken or conn.closed:
+            # A connection the server ended (a restart answers the next statement with
+            # AdminShutdown before psycopg marks it broken) is not used again.
+            if conn.broken or conn.closed or isinstance(exc, psycopg.OperationalError):
                 self._drop_thread_connection()
             raise translate(self.config, exc) from exc
 
