@@ -197,6 +197,14 @@ def one_round(index: int, messages: int, events: int, root: Path) -> dict[str, A
         server.wait(30)
 
 
+def _shown(path: Path) -> str:
+    """The output path as the results file records it: relative to the repository when inside it."""
+    try:
+        return str(path.resolve().relative_to(REPO))
+    except ValueError:
+        return path.name
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=2000)
@@ -217,7 +225,7 @@ def main() -> None:
               "python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
               "load_average_at_start": load, "sdks": {"azure-servicebus": azure.servicebus.__version__,
                                                       "azure-eventhub": azure.eventhub.__version__},
-              "parameters": vars(args), "rounds": runs, "medians": summary}
+              "parameters": {**vars(args), "output": _shown(Path(args.output))}, "rounds": runs, "medians": summary}
     Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
     print(f"{'scenario':28} {'per second':>12} {'CPU/msg (endpoint or broker)':>30}")
     for name, values in summary.items():
