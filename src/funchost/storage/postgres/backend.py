@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import copy
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from funchost.clock import Clock, SystemClock
 from funchost.runtime.signals import Signals
@@ -35,6 +36,8 @@ from funchost.storage.queues import QueueService
 from funchost.storage.secrets import SecretStore
 from funchost.storage.servicebus import ServiceBusBroker
 from funchost.storage.tables import TableService
+
+T = TypeVar("T")
 
 # Services still kept in the data folder with --storage postgres (what the banner lists as local).
 LOCAL = ("tables", "documents", "durable", "servicebus", "eventhubs", "invocation history")
@@ -62,17 +65,23 @@ class PostgresStorage:
         self._embedded: StorageBackend | None = None
         self._lock = threading.Lock()
         self._account: str | None = None  # set on the views of `for_account`
-        self._views: dict[str, Any] = {}
         self._shared: dict[str, Any] = {}  # the server's services, one each (account views share the dict)
+
+    def _service(self, key: str, make: Callable[[], T]) -> T:
+        """The shared service `key`, made once. `make` runs outside the lock (it may ask the server
+        for its clock); of two threads making it at once, the first stored wins."""
+        with self._lock:
+            found = self._shared.get(key)
+        if found is None:
+            made = make()
+            with self._lock:
+                found = self._shared.setdefault(key, made)
+        return found  # type: ignore[no-any-return]
 
     @property
     def database(self) -> PgDatabase:
         """The server, shared by every port of this backend (and its account views)."""
-        with self._lock:
-            if "database" not in self._shared:
-                self._shared["database"] = PgDatabase(self.config)
-            database: PgDatabase = self._shared["database"]
-        return database
+        return self._service("database", lambda: PgDatabase(self.config))
 
     def _local(self) -> StorageBackend:
         """The data folder's embedded stores, for the services not on the server yet."""
@@ -90,15 +99,11 @@ class PostgresStorage:
         database = self.database
         wakeups = self._wakeups()
         wakeups.start()
-        with self._lock:
-            service: QueueService = self._shared.setdefault(
-                f"queues:{account}", PostgresQueueService(database, account, self.clock, wakeups.touch))
-        return service
+        return self._service(f"queues:{account}",
+                             lambda: PostgresQueueService(database, account, self.clock, wakeups.touch))
 
     def _wakeups(self) -> QueueWakeups:
-        with self._lock:
-            wakeups: QueueWakeups = self._shared.setdefault("wakeups", QueueWakeups(self.config))
-        return wakeups
+        return self._service("wakeups", lambda: QueueWakeups(self.config))
 
     def attach_signals(self, signals: Signals) -> None:
         """The host's in-process topics: other hosts' puts (LISTEN/NOTIFY) wake its queue listeners."""
@@ -107,28 +112,14 @@ class PostgresStorage:
     def blobs(self, connection: str | None = None) -> PostgresBlobAccount:
         account = self.connection(connection, "blob").account_name
         database = self.database
-        with self._lock:
-            found: PostgresBlobAccount | None = self._shared.get(f"blobs:{account}")
-        if found is not None:
-            return found
-        clock = self._server_clock(database)
-        with self._lock:
-            blobs: PostgresBlobAccount = self._shared.setdefault(f"blobs:{account}",
-                                                                 PostgresBlobAccount(database, account, clock))
-        return blobs
+        return self._service(f"blobs:{account}",
+                             lambda: PostgresBlobAccount(database, account, self._server_clock(database)))
 
     def _server_clock(self, database: PgDatabase) -> Clock:
         """Lease expiries and blob times from the server's clock; a ManualClock as given."""
         if not isinstance(self.clock, SystemClock):
             return self.clock
-        with self._lock:
-            found: Clock | None = self._shared.get("clock")
-        if found is not None:
-            return found
-        measured = ServerClock(database)  # one round trip to the server, not under the lock
-        with self._lock:
-            clock: Clock = self._shared.setdefault("clock", measured)
-        return clock
+        return self._service("clock", lambda: ServerClock(database))  # one round trip to the server
 
     def blob_changes(self, connection: str | None = None) -> BlobChangeJournal | None:
         return self.blobs(connection)  # the blob store journals its own changes
@@ -152,9 +143,7 @@ class PostgresStorage:
         from funchost.storage.postgres.eventgrid import PostgresEventStore
 
         database = self.database
-        with self._lock:
-            store: EventGridStore = self._shared.setdefault("eventgrid", PostgresEventStore(database, self.clock))
-        return store
+        return self._service("eventgrid", lambda: PostgresEventStore(database, self.clock))
 
     def servicebus(self, namespace: str) -> ServiceBusBroker:
         return self._local().servicebus(namespace)
@@ -172,9 +161,7 @@ class PostgresStorage:
         from funchost.storage.postgres.secrets import PostgresSecrets
 
         database = self.database
-        with self._lock:
-            store: SecretStore = self._shared.setdefault("secrets", PostgresSecrets(database))
-        return store
+        return self._service("secrets", lambda: PostgresSecrets(database))
 
     async def aclose(self) -> None:
         if self._account is not None:
