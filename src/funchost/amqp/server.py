@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import errno
 import logging
-import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,8 +21,10 @@ from funchost.amqp.frames import AMQP_HEADER, frame_bytes, read_frame
 from funchost.amqp.router import Router
 from funchost.amqp.values import keyed, text
 from funchost.errors import ConfigError
+from funchost.sockets import listening_socket
 
 log = logging.getLogger("funchost.amqp")
+BACKLOG = 512  # connections waiting to be accepted (SDK clients open few, long-lived ones)
 
 SETTING = "FUNCHOST_AMQP_ENDPOINT"
 DEFAULT_PORT = 5672
@@ -67,7 +68,7 @@ class AmqpEndpoint:
         another data folder (another app on this machine) is left to it, as the storage endpoints
         are, and this host starts without an endpoint of its own."""
         try:
-            sock = _listen(self.settings.host, self.settings.port)
+            sock = listening_socket(self.settings.host, self.settings.port, BACKLOG)
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE:
                 raise ConfigError(f"cannot serve AMQP on {self.settings.host}:{self.settings.port}: "
@@ -135,19 +136,6 @@ class AmqpEndpoint:
         return [f"AMQP endpoint (Service Bus, Event Hubs): amqp://127.0.0.1:{self.port}{note}",
                 f"  connection string: {self.connection_string()}"]
 
-
-def _listen(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(512)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 async def identity_at(host: str, port: int) -> str | None:

@@ -35,6 +35,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from funchost.clock import Clock
 from funchost.errors import ConfigError
 from funchost.settings.connections import DEVSTORE_ACCOUNT
+from funchost.sockets import listening_socket
 from funchost.storage.secrets import SecretStore
 from funchost.storage_endpoints import holders
 from funchost.storage_endpoints.accounts import Accounts
@@ -45,6 +46,7 @@ from funchost.storage_endpoints.table.app import TableApp
 from funchost.storage_endpoints.wire import META_NAMES_KEY
 
 log = logging.getLogger("funchost.storage")
+BACKLOG = 2048  # connections waiting to be accepted (SDK clients open many, in bursts)
 
 SETTING = "FUNCHOST_STORAGE_ENDPOINTS"
 DEFAULT_PORTS = {"blob": 10000, "queue": 10001, "table": 10002}
@@ -158,7 +160,7 @@ class StorageEndpoints:
 
     async def _start_one(self, service: str, port: int) -> None:
         try:
-            sock = _listen(self.settings.host, port)
+            sock = listening_socket(self.settings.host, port, BACKLOG)
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE:
                 raise ConfigError(f"cannot serve the {service.capitalize()} endpoint on {self.settings.host}:{port}: "
@@ -216,7 +218,7 @@ class StorageEndpoints:
     async def _watch_one(self, service: str) -> None:
         port = self.ports[service]
         try:
-            sock = _listen(self.settings.host, port)
+            sock = listening_socket(self.settings.host, port, BACKLOG)
         except OSError:
             if service in self.unknown:
                 await self._ask_again(service, port)
@@ -271,18 +273,3 @@ class StorageEndpoints:
                 lines.append(f"Storage {service} endpoint: {self.url(service)}{note}")
         return lines
 
-
-def _listen(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on accepted sockets of that protocol,
-    # and without it every response waits for the peer's delayed ACK (~40 ms).
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(2048)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
