@@ -15,7 +15,7 @@ from typing import Any
 from funchost.amqp.codec.outcomes import Accepted, Rejected
 from funchost.amqp.eventhubs_consumer import EhConsumer, Epochs
 from funchost.amqp.eventhubs_management import eventhubs_management_node
-from funchost.amqp.links import Delivery, Link, LinkHandler
+from funchost.amqp.links import Delivery, Link, LinkHandler, ReceivingHandler
 from funchost.amqp.sas import covers
 from funchost.amqp.sb_messages import application_properties, body_bytes, unpack
 from funchost.amqp.values import error, keyed, message_id_text, text
@@ -126,7 +126,7 @@ class EventHubsNodes:
         return await EhConsumer.create(self, link, hub.name, group, partition)
 
 
-class EhProducer:
+class EhProducer(ReceivingHandler):
     """Each delivery (an event or a batch) is one send to one partition, atomically."""
 
     def __init__(self, nodes: EventHubsNodes, hub: str, partition: str | None) -> None:
@@ -152,15 +152,6 @@ class EhProducer:
             return Rejected(error(condition_of(exc), str(exc)))
         self.nodes.notify(self.hub)
         return Accepted()
-
-    def credit_changed(self, link: Link) -> None:
-        return None
-
-    async def settled(self, link: Link, state: Any, item: Any) -> Any:
-        return None
-
-    async def detached(self, link: Link) -> None:
-        return None
 
 
 def _partition_key(message: Any) -> str | None:

@@ -50,6 +50,21 @@ class LinkHandler(Protocol):
         """The link is gone (detach, end, close or a dropped socket)."""
 
 
+class ReceivingHandler:
+    """The sending-side callbacks of a handler whose link only receives (senders of messages to an
+    entity, request nodes): nothing is ever sent on it, so there is no credit, settlement or
+    delivery task to look after."""
+
+    def credit_changed(self, link: Link) -> None:
+        return None
+
+    async def settled(self, link: Link, state: Any, item: Unsettled) -> Any:
+        return None
+
+    async def detached(self, link: Link) -> None:
+        return None
+
+
 @dataclass(eq=False)
 class Link:
     session: Session

@@ -14,13 +14,13 @@ from typing import Any
 from funchost.amqp.codec.decode import decode_payload
 from funchost.amqp.codec.message import Message, Properties
 from funchost.amqp.codec.outcomes import Accepted, Rejected
-from funchost.amqp.links import Delivery, Link
+from funchost.amqp.links import Delivery, Link, ReceivingHandler
 from funchost.amqp.values import echo_id, error, text
 
 Responder = Callable[[Link, Message], Awaitable[tuple[dict[str | bytes, Any], Any]]]
 
 
-class RequestNode:
+class RequestNode(ReceivingHandler):
     """Both links of a node pair: the receiving one answers with `respond`, the sending one waits."""
 
     def __init__(self, respond: Responder) -> None:
@@ -44,15 +44,6 @@ class RequestNode:
                            value=body)
         await reply.send(response, reply.delivery_count.to_bytes(4, "big"), settled=True)
         return Accepted()
-
-    def credit_changed(self, link: Link) -> None:
-        return None
-
-    async def settled(self, link: Link, state: Any, item: Any) -> Any:
-        return None
-
-    async def detached(self, link: Link) -> None:
-        return None
 
 
 def _reply_link(link: Link, request: Message) -> Link | None:

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from funchost.amqp.codec.outcomes import Accepted, Modified, Rejected, Released
-from funchost.amqp.links import Delivery, Link
+from funchost.amqp.links import Delivery, Link, ReceivingHandler
 from funchost.amqp.sb_messages import lock_tag, to_amqp, to_outgoing, unpack
 from funchost.amqp.values import error, keyed, text
 from funchost.errors import StorageError
@@ -44,7 +44,7 @@ def condition_of(exc: Exception) -> str:
     return CONDITIONS.get(getattr(exc, "code", ""), "amqp:internal-error")
 
 
-class SbSender:
+class SbSender(ReceivingHandler):
     """A client sender to a queue or topic: each delivery (one message or a batch) is one send."""
 
     def __init__(self, namespace: ServiceBusNamespace, entity: str, notify: Callable[[str], None]) -> None:
@@ -66,15 +66,6 @@ class SbSender:
             return Rejected(error(condition_of(exc), str(exc)))
         self.notify(self.entity)
         return Accepted()
-
-    def credit_changed(self, link: Link) -> None:
-        return None
-
-    async def settled(self, link: Link, state: Any, item: Any) -> Any:
-        return None
-
-    async def detached(self, link: Link) -> None:
-        return None
 
 
 class SbReceiver:
