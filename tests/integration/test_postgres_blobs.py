@@ -117,8 +117,8 @@ async def test_large_blobs_are_chunked_and_ranges_cross_chunks(tmp_path: Path, p
 
 async def test_a_host_frozen_inside_a_write_stalls_the_others_only_until_the_server_ends_it(
         tmp_path: Path, postgres_dsn: str, postgres_schema: str) -> None:
-    from funchost.storage.postgres.blob_database import _LOCK_NAMESPACE
     from funchost.storage.postgres.connect import connect_sync
+    from funchost.storage.postgres.scoped import LOCK_NAMESPACE
 
     a = host(tmp_path, "a", postgres_dsn, postgres_schema)
     try:
@@ -126,7 +126,7 @@ async def test_a_host_frozen_inside_a_write_stalls_the_others_only_until_the_ser
         await blobs.create_container("c")
         frozen = connect_sync(a.config, "frozen", autocommit=False)  # the session settings every host has
         schema = f"{postgres_schema}__devstoreaccount1"
-        frozen.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LOCK_NAMESPACE, schema))
+        frozen.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_NAMESPACE, schema))
         # ... and then nothing: a host stopped in the middle of a blob write
         started = time.monotonic()
         await blobs.upload_blob("c", "after", b"x")

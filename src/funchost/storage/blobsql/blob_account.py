@@ -30,7 +30,6 @@ from funchost.storage.blobsql import blob_blocks as blocks
 from funchost.storage.blobsql import blob_leases as leases
 from funchost.storage.blobsql import blob_listing
 from funchost.storage.blobsql import blob_uploads as uploads
-from funchost.storage.blobsql.blob_conn import Conn, Row
 from funchost.storage.blobsql.blob_containers import ContainerOperations, lease_action
 from funchost.storage.blobsql.blob_extras import (
     drop_blob_blocks,
@@ -50,6 +49,7 @@ from funchost.storage.blobsql.blob_sql import (
     store,
 )
 from funchost.storage.blobsql.blobs import DEFAULT_CONTENT_TYPE, SqlBlobService
+from funchost.storage.sqlconn import Conn, Row
 
 
 def _unquote(etag: str) -> str:

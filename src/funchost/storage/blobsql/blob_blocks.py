@@ -13,9 +13,9 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from funchost.errors import InvalidInput
 from funchost.storage.blob_api import Block
-from funchost.storage.blobsql.blob_conn import Conn
 from funchost.storage.blobsql.blob_rows import CHUNK_SIZE, next_counter
 from funchost.storage.blobsql.blob_sql import read_range
+from funchost.storage.sqlconn import Conn
 
 KINDS = ("committed", "uncommitted", "latest")
 

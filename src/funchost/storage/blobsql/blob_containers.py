@@ -18,7 +18,6 @@ from funchost.errors import (
 from funchost.storage.blob_api import ContainerProperties, SignedIdentifier
 from funchost.storage.blob_rules import canonical_lease_id
 from funchost.storage.blobsql import blob_leases as leases
-from funchost.storage.blobsql.blob_conn import BlobDatabase, Conn
 from funchost.storage.blobsql.blob_extras import (
     container_lease,
     container_properties,
@@ -27,6 +26,7 @@ from funchost.storage.blobsql.blob_extras import (
 )
 from funchost.storage.blobsql.blob_leases import Lease
 from funchost.storage.blobsql.blob_rows import new_etag
+from funchost.storage.sqlconn import Conn, StoreDatabase
 
 
 def _container_code(exc: StorageError) -> StorageError:
@@ -36,7 +36,7 @@ def _container_code(exc: StorageError) -> StorageError:
 
 
 class ContainerOperations:
-    _db: BlobDatabase
+    _db: StoreDatabase
     clock: Clock
     delete_container: Callable[[str], Awaitable[None]]  # the store's own, which also forgets the blobs
 

@@ -16,10 +16,10 @@ from typing import Any
 
 from funchost.storage.blob_api import ContainerProperties, HttpHeaders
 from funchost.storage.blobs import INFINITE_LEASE, BlobProperties
-from funchost.storage.blobsql.blob_conn import Conn, Row
 from funchost.storage.blobsql.blob_leases import Lease
 from funchost.storage.blobsql.blob_rows import lease_of, to_properties
 from funchost.storage.blobsql.blob_sql import upsert
+from funchost.storage.sqlconn import Conn, Row
 
 EXTRA_SCHEMA = """
 CREATE TABLE IF NOT EXISTS container_props (

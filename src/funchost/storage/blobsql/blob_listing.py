@@ -14,10 +14,10 @@ from funchost.clock import Clock
 from funchost.errors import StorageError
 from funchost.storage.blob_api import ListedPage
 from funchost.storage.blobs import BlobProperties
-from funchost.storage.blobsql.blob_conn import Conn
 from funchost.storage.blobsql.blob_extras import full_properties
 from funchost.storage.blobsql.blob_rows import lease_of
 from funchost.storage.blobsql.blob_sql import check_etag, container_versioning, read_range, resolve
+from funchost.storage.sqlconn import Conn
 
 BATCH = 256
 

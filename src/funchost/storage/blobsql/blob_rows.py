@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
 
 from funchost.storage.blobs import BlobProperties
-from funchost.storage.blobsql.blob_conn import Conn, Row
 from funchost.storage.blobsql.blob_leases import Lease
+from funchost.storage.sqlconn import Conn, Row
 
 CHUNK_SIZE = 4 * 1024 * 1024
 SEQUENCER_WIDTH = 32

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from funchost.errors import BlobNotFound, ContainerNotFound, PreconditionFailed
-from funchost.storage.blobsql.blob_conn import Conn, Row
 from funchost.storage.blobsql.blob_leases import Lease
 from funchost.storage.blobsql.blob_rows import CHUNK_SIZE, lease_of
+from funchost.storage.sqlconn import Conn, Row
 
 T = TypeVar("T")
 

@@ -16,8 +16,8 @@ from collections.abc import AsyncIterable, Iterator
 
 from funchost.errors import StorageError
 from funchost.storage.blob_api import UploadedContent
-from funchost.storage.blobsql.blob_conn import BlobDatabase, Conn
 from funchost.storage.blobsql.blob_rows import CHUNK_SIZE, next_counter
+from funchost.storage.sqlconn import Conn, StoreDatabase
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS pending_contents (
@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS pending_contents (
 ABANDONED_AFTER = 24 * 3600  # seconds (wall clock): no upload takes that long
 
 
-async def upload(db: BlobDatabase, pieces: AsyncIterable[bytes]) -> UploadedContent:
+async def upload(db: StoreDatabase, pieces: AsyncIterable[bytes]) -> UploadedContent:
     """Store `pieces` as a pending content, CHUNK_SIZE bytes per transaction; on any failure
     (the client went away, the body broke a limit) what was stored is dropped."""
     content_id = await db.write(register)

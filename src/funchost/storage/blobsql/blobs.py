@@ -20,7 +20,6 @@ from funchost.errors import ContainerAlreadyExists, ResourceConflict, StorageErr
 from funchost.storage.blob_rules import MAX_LIST_RESULTS
 from funchost.storage.blobs import BlobChange, BlobChangeListener, BlobListPage, BlobProperties
 from funchost.storage.blobsql import blob_leases as leases
-from funchost.storage.blobsql.blob_conn import BlobDatabase, Conn, Row
 from funchost.storage.blobsql.blob_leases import Lease
 from funchost.storage.blobsql.blob_rows import (
     BLOB_COLUMNS,
@@ -48,6 +47,7 @@ from funchost.storage.blobsql.blob_sql import (
     snapshot,
     store,
 )
+from funchost.storage.sqlconn import Conn, Row, StoreDatabase
 
 log = logging.getLogger("funchost.storage.blobs")
 T = TypeVar("T")
@@ -59,10 +59,10 @@ class SqlBlobService:
     def __init__(self, account_dir: Path, account: str, clock: Clock) -> None:
         self.account_name = account
         self.clock = clock
-        self._db: BlobDatabase = self._open(Path(account_dir) / "blobs.db", f"blobs-{account}")
+        self._db: StoreDatabase = self._open(Path(account_dir) / "blobs.db", f"blobs-{account}")
         self._listeners: list[BlobChangeListener] = []
 
-    def _open(self, path: Path, name: str) -> BlobDatabase:
+    def _open(self, path: Path, name: str) -> StoreDatabase:
         """The account's database, given by the backend (`sqlite/blobs.py`, `postgres/blobs.py`)."""
         raise NotImplementedError("a storage backend provides the blob store's database")
 

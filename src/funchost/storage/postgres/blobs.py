@@ -1,6 +1,6 @@
 """`--storage postgres` blobs: the embedded store's Blob API, change journal and leases
 (`blobsql.SqlBlobAccount`, one implementation of the rules) running on PostgreSQL tables, one schema
-per account, through `PgAccountDatabase` (writes serialized per account across hosts, reads from
+per account, through `PgScopedDatabase` (writes serialized per account across hosts, reads from
 one snapshot). Times computed in Python come from the backend's clock: a `ServerClock` (the
 server's time) unless a `ManualClock` drives the host.
 """
@@ -14,11 +14,13 @@ from typing import TypeVar
 
 from funchost.clock import Clock
 from funchost.storage.blobs import BlobChange, BlobChangeListener, BlobProperties
+from funchost.storage.blobsql import blob_uploads as uploads
 from funchost.storage.blobsql.blob_account import SqlBlobAccount
-from funchost.storage.blobsql.blob_conn import BlobDatabase, Conn
-from funchost.storage.postgres.blob_database import PgAccountDatabase
 from funchost.storage.postgres.blob_feed import BATCH, RemoteChanges, blob_channel
+from funchost.storage.postgres.blob_schema import STEPS, account_schema
 from funchost.storage.postgres.db import PgDatabase
+from funchost.storage.postgres.scoped import PgScopedDatabase
+from funchost.storage.sqlconn import Conn, StoreDatabase
 
 T = TypeVar("T")
 
@@ -33,8 +35,9 @@ class PostgresBlobAccount(SqlBlobAccount):
         self._remote = RemoteChanges(database.config, account, lambda cursor: self.changes_since(cursor, BATCH),
                                      self.current_cursor, self._deliver)
 
-    def _open(self, path: Path, name: str) -> BlobDatabase:
-        return PgAccountDatabase(self._database, self.account_name)
+    def _open(self, path: Path, name: str) -> StoreDatabase:
+        return PgScopedDatabase(self._database, account_schema(self._database.config.schema, self.account_name),
+                                "blobs", STEPS, what=f"blob account '{self.account_name}'", prepare=uploads.sweep)
 
     async def _snapshot(self, fn: Callable[[Conn], T]) -> T:
         return await self._db.read(fn)  # every read is one REPEATABLE READ snapshot

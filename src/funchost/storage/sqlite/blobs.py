@@ -7,24 +7,24 @@ from pathlib import Path
 
 from funchost.storage.blobsql import blob_uploads as uploads
 from funchost.storage.blobsql.blob_account import SqlBlobAccount
-from funchost.storage.blobsql.blob_conn import BlobDatabase, Conn
 from funchost.storage.blobsql.blob_extras import EXTRA_SCHEMA, migrate
 from funchost.storage.blobsql.blob_rows import SCHEMA
 from funchost.storage.blobsql.blobs import SqlBlobService
+from funchost.storage.sqlconn import Conn, StoreDatabase
 from funchost.storage.sqlite.db import SqliteDatabase
 
 
 class SqliteBlobService(SqlBlobService):
     """`BlobService` and its change journal on the account's file (the tables they need)."""
 
-    def _open(self, path: Path, name: str) -> BlobDatabase:
+    def _open(self, path: Path, name: str) -> StoreDatabase:
         return SqliteDatabase(path, SCHEMA, name=name)
 
 
 class SqliteBlobAccount(SqlBlobAccount):
     """The embedded backend's blob service: `BlobService`, its change journal and `BlobApi`."""
 
-    def _open(self, path: Path, name: str) -> BlobDatabase:
+    def _open(self, path: Path, name: str) -> StoreDatabase:
         return SqliteDatabase(path, ";".join((SCHEMA, EXTRA_SCHEMA, uploads.SCHEMA)), name=name, upgrade=_upgrade)
 
 

@@ -1,6 +1,7 @@
-"""The connection the blob store's SQL runs on: a `sqlite3.Connection` in the embedded store,
-`postgres.blob_conn.PgConn` on PostgreSQL (the same statements, written in the SQL both accept:
-`?` placeholders, `INSERT ... ON CONFLICT`, rows read by column name)."""
+"""The connection a store's shared SQL runs on: a `sqlite3.Connection` in the embedded store,
+`postgres.sqlconn.PgConn` on PostgreSQL (the same statements, written in the SQL both accept:
+`?` placeholders, `INSERT ... ON CONFLICT`, rows read by column name). The blob store
+(`storage/blobsql/`) is written this way; any store whose rules should run on both backends can be."""
 
 from __future__ import annotations
 
@@ -33,9 +34,9 @@ class Conn(Protocol):
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor: ...
 
 
-class BlobDatabase(Protocol):
-    """Where the blob store's transactions run: `SqliteDatabase` (BEGIN IMMEDIATE writes) or
-    `postgres.blob_database.PgAccountDatabase` (writes serialized per account by a lock)."""
+class StoreDatabase(Protocol):
+    """Where a store's transactions run: `SqliteDatabase` (BEGIN IMMEDIATE writes) or
+    `postgres.scoped.PgScopedDatabase` (writes serialized per store by a lock)."""
 
     async def read(self, fn: Callable[[Conn], T], /) -> T: ...
 

@@ -1,4 +1,4 @@
-"""The blob store's SQL on a psycopg connection: `?` placeholders become `%s`, rows are read by
+"""A store's shared SQL (`storage/sqlconn.py`) on a psycopg connection: `?` placeholders become `%s`, rows are read by
 column name or position (as `sqlite3.Row`), `executemany` is the connection's."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def _portable(sql: str) -> str:
 
 
 class PgConn:
-    """A sync psycopg connection inside one transaction, spoken to as the blob store speaks."""
+    """A sync psycopg connection inside one transaction, spoken to as the shared stores speak."""
 
     def __init__(self, conn: Any) -> None:
         self._conn = conn
