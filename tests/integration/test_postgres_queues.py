@@ -130,3 +130,39 @@ async def test_a_put_on_one_host_wakes_the_listeners_of_another(tmp_path: Path, 
     finally:
         await a.aclose()
         await b.aclose()
+
+
+async def test_the_wake_ups_of_the_other_shared_services_reach_the_other_host(
+        tmp_path: Path, postgres_dsn: str, postgres_schema: str) -> None:
+    a, b = host(tmp_path, "a", postgres_dsn, postgres_schema), host(tmp_path, "b", postgres_dsn, postgres_schema)
+    for backend in (a, b):  # as once every service is on the server
+        backend.local_services = ("invocation history",)
+    signals_a, signals_b = Signals(), Signals()
+    signals_a.bind_loop(asyncio.get_running_loop())
+    signals_b.bind_loop(asyncio.get_running_loop())
+    try:
+        a.attach_signals(signals_a)
+        b.attach_signals(signals_b)
+        woken: dict[str, asyncio.Event] = {}
+        topics = {"durable": ("durable", "hub", "activity"), "servicebus": ("servicebus", "ns", "orders"),
+                  "eventhub": ("eventhub", "telemetry"), "documents": ("documents", "CosmosDB", "db", "items")}
+        for kind, topic in topics.items():
+            woken[kind] = asyncio.Event()
+            signals_b.subscribe(topic, woken[kind].set)
+        own = asyncio.Event()
+        signals_a.subscribe(topics["durable"], own.set)
+        await asyncio.wait_for(a._wakeups().listening.wait(), 10)
+        await asyncio.wait_for(b._wakeups().listening.wait(), 10)
+        for event in woken.values():
+            event.clear()  # the catch-up wakes of the connect
+        started = time.monotonic()
+        for topic in topics.values():
+            signals_a.publish(topic)
+        await asyncio.wait_for(asyncio.gather(*(event.wait() for event in woken.values())), 2.0)
+        assert time.monotonic() - started < 1.0
+        own.clear()
+        await asyncio.sleep(0.1)
+        assert not own.is_set()  # a host does not hear its own relay back
+    finally:
+        await a.aclose()
+        await b.aclose()

@@ -3,6 +3,10 @@
 Topics are tuples such as ``("queue", account, queue_name)``, published by the storage wrappers
 of `funchost.storage.wakeups`. Subscribers are plain callables
 run synchronously on the event loop thread; they must not block (typically `PollLoop.notify`).
+
+A backend whose state other hosts share (`--storage postgres`) sets a relay: publishes of the
+topic kinds it names (the first item of the tuple) are handed to it too, and it publishes the
+other hosts' topics here with `publish_local` (never relayed back).
 """
 
 from __future__ import annotations
@@ -20,6 +24,12 @@ class Signals:
         self._subscribers: dict[Hashable, list[Callback]] = defaultdict(list)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
+        self._relay: Callable[[Hashable], None] | None = None
+        self._relayed: frozenset[Hashable] = frozenset()
+
+    def set_relay(self, relay: Callable[[Hashable], None], kinds: frozenset[Hashable]) -> None:
+        """Hand every publish of a topic whose first item is in `kinds` to `relay` as well."""
+        self._relay, self._relayed = relay, kinds
 
     def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -42,6 +52,12 @@ class Signals:
 
     def publish(self, topic: Hashable) -> None:
         """Safe from any thread; callbacks run on the bound loop."""
+        if self._relay is not None and isinstance(topic, tuple) and topic and topic[0] in self._relayed:
+            self._relay(topic)
+        self.publish_local(topic)
+
+    def publish_local(self, topic: Hashable) -> None:
+        """Wake this process's subscribers of `topic` only."""
         with self._lock:
             callbacks = list(self._subscribers.get(topic, ()))
         if not callbacks:

@@ -30,7 +30,7 @@ from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.postgres.blobs import PostgresBlobAccount
 from funchost.storage.postgres.connect import connect_sync
 from funchost.storage.postgres.db import PgDatabase, ServerClock
-from funchost.storage.postgres.notify import QueueWakeups
+from funchost.storage.postgres.notify import Wakeups
 from funchost.storage.postgres.queues import PostgresQueueService
 from funchost.storage.queues import QueueService
 from funchost.storage.secrets import SecretStore
@@ -41,6 +41,9 @@ T = TypeVar("T")
 
 # Services still kept in the data folder with --storage postgres (what the banner lists as local).
 LOCAL = ("tables", "documents", "durable", "servicebus", "eventhubs", "invocation history")
+# The in-process topic kind (`runtime.signals`) of each service whose wake-ups other hosts need
+# once the service is on the server (queues wake through their port, `Wakeups.touch`).
+RELAYED_TOPICS = {"durable": "durable", "servicebus": "servicebus", "eventhubs": "eventhub", "documents": "documents"}
 # Every service a host keeps, by the name LOCAL uses, as the banner names it.
 SERVICES = {"queues": "queues", "blobs": "blobs (and timer locks, blob-trigger receipts)", "eventgrid": "Event Grid",
             "keys": "keys", "tables": "tables", "documents": "documents", "durable": "Durable task hubs",
@@ -102,12 +105,14 @@ class PostgresStorage:
         return self._service(f"queues:{account}",
                              lambda: PostgresQueueService(database, account, self.clock, wakeups.touch))
 
-    def _wakeups(self) -> QueueWakeups:
-        return self._service("wakeups", lambda: QueueWakeups(self.config))
+    def _wakeups(self) -> Wakeups:
+        return self._service("wakeups", lambda: Wakeups(self.config))
 
     def attach_signals(self, signals: Signals) -> None:
-        """The host's in-process topics: other hosts' puts (LISTEN/NOTIFY) wake its queue listeners."""
-        self._wakeups().attach(signals)
+        """The host's in-process topics: other hosts' writes (LISTEN/NOTIFY) wake its listeners, and
+        its own wake-ups of the shared services reach the other hosts."""
+        self._wakeups().attach(signals, [kind for service, kind in RELAYED_TOPICS.items()
+                                         if service not in self.local_services])
 
     def blobs(self, connection: str | None = None) -> PostgresBlobAccount:
         account = self.connection(connection, "blob").account_name
@@ -172,7 +177,7 @@ class PostgresStorage:
             services = list(self._shared.values())
             self._shared.clear()
         for service in services:
-            if isinstance(service, PostgresBlobAccount | PostgresQueueService | QueueWakeups):
+            if isinstance(service, PostgresBlobAccount | PostgresQueueService | Wakeups):
                 await service.aclose()
         if local is not None:
             await local.aclose()
