@@ -18,7 +18,8 @@ from typing import Any
 
 from funchost.amqp.codec.outcomes import Accepted, Modified, Rejected, Released
 from funchost.amqp.links import Delivery, Link, ReceivingHandler
-from funchost.amqp.sb_messages import lock_tag, to_amqp, to_outgoing, unpack
+from funchost.amqp.sb_encode import message_bytes
+from funchost.amqp.sb_messages import lock_tag, to_outgoing, unpack
 from funchost.amqp.values import error, keyed, text
 from funchost.errors import StorageError
 from funchost.servicebus.namespaces import ServiceBusNamespace
@@ -126,10 +127,9 @@ class SbReceiver:
 
     async def _send(self, link: Link, message: Any) -> None:
         locked = not link.pre_settled and self.session is None
-        amqp = to_amqp(message, locked=locked)
         token = message.lock_token
         tag = lock_tag(token) if token else message.sequence_number.to_bytes(16, "big")
-        await link.send(amqp, tag, settled=link.pre_settled, item=token)
+        await link.send(message_bytes(message, locked=locked), tag, settled=link.pre_settled, item=token)
 
     async def settled(self, link: Link, state: Any, item: Any) -> Any:
         if not isinstance(state, dict) or not state or item is None:

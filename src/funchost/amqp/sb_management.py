@@ -17,6 +17,7 @@ from funchost.amqp.codec.message import Message
 from funchost.amqp.codec.types import AMQPTypes
 from funchost.amqp.links import Link
 from funchost.amqp.requests import RequestNode, status
+from funchost.amqp.sb_encode import message_bytes
 from funchost.amqp.sb_links import SbReceiver, condition_of
 from funchost.amqp.sb_messages import to_amqp, to_outgoing, token_text
 from funchost.amqp.values import array, keyed, text, timestamp
@@ -79,7 +80,7 @@ class SbOperations:
             found = [m for m in found if m.session_id == session][:count]
         if not found:
             return None
-        return {"messages": [{"message": _payload(to_amqp(m, locked=False))} for m in found]}
+        return {"messages": [{"message": message_bytes(m, locked=False)} for m in found]}
 
     async def schedule_message(self, link: Link, body: dict[str, Any]) -> Any:
         messages = [to_outgoing(decode_payload(memoryview(keyed(m)["message"]))) for m in body["messages"]]

@@ -22,7 +22,7 @@ from funchost.amqp.values import from_timestamp_ms, keyed, long, message_id_text
 from funchost.storage.servicebus import OutgoingMessage, ReceivedMessage
 
 BATCH_FORMAT = 0x80013700
-_STATES = {"active": 0, "deferred": 1, "scheduled": 2}
+STATES = {"active": 0, "deferred": 1, "scheduled": 2}
 
 
 def unpack(payload: bytes, message_format: int) -> list[Message]:
@@ -81,7 +81,7 @@ def to_amqp(m: ReceivedMessage, *, locked: bool) -> Message:
     annotations: dict[str | bytes, Any] = {
         "x-opt-sequence-number": long(m.sequence_number),
         "x-opt-enqueued-time": timestamp(m.enqueued_time),
-        "x-opt-message-state": _STATES.get(m.state, 0),
+        "x-opt-message-state": STATES.get(m.state, 0),
     }
     if locked and m.locked_until is not None:
         annotations["x-opt-locked-until"] = timestamp(m.locked_until)
