@@ -175,3 +175,11 @@ async def test_service_bus_event_hubs_event_grid_and_change_feed(tmp_path: Path)
         leases = (await page(host, "changefeed")).text
         assert "monitors db/items; leases in db/leases" in leases and "Leases of changes" in leases
         assert dashboard(host).history is not None
+
+
+async def test_the_invocations_page_says_its_history_is_this_hosts_when_storage_is_shared(tmp_path: Path) -> None:
+    async with dashboard_host(tmp_path) as host:
+        assert "invocations only" not in (await page(host, "invocations")).text  # one data folder
+        host.runtime.storage.kind = "postgres"  # as `--storage postgres` opens it
+        shared = (await page(host, "invocations")).text
+        assert "invocations only: the invocation history stays in each host" in shared and "same PostgreSQL server" in shared

@@ -81,6 +81,7 @@ async def _list(view: View) -> Markup:
                    class_="notice error")
     return join(
         tag("h1", "Invocations"),
+        _per_host_note(view),
         _filters(view, names),
         note,
         tag("section", tag("h2", "Running", id="running-heading"), _running(view), aria_labelledby="running-heading"),
@@ -91,6 +92,22 @@ async def _list(view: View) -> Markup:
                       " for this filter." if function or outcome else "."), live="invocations"),
             tag("p", older) if older else None, aria_labelledby="recent-heading"),
     )
+
+
+_SHARED = {
+    "postgres": "the queues, Durable instances, messages, partitions and dead letters on the other pages are "
+                "shared by every host on the same PostgreSQL server",
+    "azure": "the queues and blobs on the other pages are in Azure Storage, seen alike by every host of the account",
+}
+
+
+def _per_host_note(view: View) -> Markup | None:
+    """With storage other hosts share, the other pages show the shared state; this one does not."""
+    shared = _SHARED.get(view.runtime.storage.kind)
+    if shared is None:
+        return None
+    return tag("p", f"These are this host's invocations only: the invocation history stays in each host's data "
+                    f"folder, while {shared}.", class_="notice")
 
 
 async def _detail(view: View, invocation_id: str) -> Markup:
