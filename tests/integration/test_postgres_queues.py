@@ -136,7 +136,7 @@ async def test_the_wake_ups_of_the_other_shared_services_reach_the_other_host(
         tmp_path: Path, postgres_dsn: str, postgres_schema: str) -> None:
     a, b = host(tmp_path, "a", postgres_dsn, postgres_schema), host(tmp_path, "b", postgres_dsn, postgres_schema)
     for backend in (a, b):  # as once every service is on the server
-        backend.local_services = ("invocation history",)
+        backend.local_services = ()
     signals_a, signals_b = Signals(), Signals()
     signals_a.bind_loop(asyncio.get_running_loop())
     signals_b.bind_loop(asyncio.get_running_loop())

@@ -240,11 +240,14 @@ def _banner(host: Host, output: str, started: float) -> None:
     sys.stdout.flush()
 
 
+PER_HOST = "the dashboard's invocation history"  # per host by design (its page says so)
+
+
 def _sharing_lines(where: str, shared: list[str], local: list[str], output: str) -> None:
     """Which services this host shares through its server and which it still keeps in its data
     folder (hosts on other machines do not see those)."""
-    logs.print_line(f"Shared through {where}: {', '.join(shared)}.", output=output, event="HostStorageServer",
-                    server=where, shared=shared)
+    logs.print_line(f"Shared through {where}: {', '.join(shared)} ({PER_HOST} stays per host).", output=output,
+                    event="HostStorageServer", server=where, shared=shared)
     if local:
         logs.print_line(f"Still in this host's data folder (not shared with hosts on other machines): "
                         f"{', '.join(local)}.", output=output, event="HostStorageLocal", local=local)

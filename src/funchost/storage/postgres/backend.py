@@ -40,14 +40,14 @@ from funchost.storage.tables import TableService
 T = TypeVar("T")
 
 # Services still kept in the data folder with --storage postgres (what the banner lists as local).
-LOCAL = ("tables", "documents", "durable", "servicebus", "eventhubs", "invocation history")
+LOCAL = ("tables", "documents", "durable", "servicebus", "eventhubs")
 # The in-process topic kind (`runtime.signals`) of each service whose wake-ups other hosts need
 # once the service is on the server (queues wake through their port, `Wakeups.touch`).
 RELAYED_TOPICS = {"durable": "durable", "servicebus": "servicebus", "eventhubs": "eventhub", "documents": "documents"}
 # Every service a host keeps, by the name LOCAL uses, as the banner names it.
 SERVICES = {"queues": "queues", "blobs": "blobs (and timer locks, blob-trigger receipts)", "eventgrid": "Event Grid",
             "keys": "keys", "tables": "tables", "documents": "documents", "durable": "Durable task hubs",
-            "servicebus": "Service Bus", "eventhubs": "Event Hubs", "invocation history": "invocation history"}
+            "servicebus": "Service Bus", "eventhubs": "Event Hubs"}
 
 
 def describe_services(local: tuple[str, ...] = LOCAL) -> tuple[list[str], list[str]]:
