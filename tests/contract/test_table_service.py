@@ -192,6 +192,26 @@ async def test_query_pages_cover_everything_once(table_service):
     assert seen == await keys(table_service, name, None)
 
 
+async def test_keys_are_ordered_by_code_point(table_service):
+    name = await new_table(table_service)
+    for pk in ("a", "Z", "é", "B", "aa"):
+        await table_service.insert_entity(name, pk, "r", {})
+    assert [pk for pk, _ in await keys(table_service, name, None)] == ["B", "Z", "a", "aa", "é"]
+
+
+async def test_a_filter_scan_goes_on_past_hundreds_of_non_matching_entities(table_service):
+    name = await new_table(table_service)
+    for start in range(0, 600, 100):
+        await table_service.submit_batch(name, [
+            BatchOperation("insert", "p", f"{i:04d}", {"hit": ("Edm.Boolean", i % 250 == 249)})
+            for i in range(start, start + 100)])
+    assert await keys(table_service, name, "hit eq true") == [("p", "0249"), ("p", "0499")]
+    found, after = await table_service.query_entities(name, filter="hit eq true", top=1)
+    assert [e.row_key for e in found] == ["0249"] and after is not None
+    rest, after = await table_service.query_entities(name, filter="hit eq true", after=after)
+    assert [e.row_key for e in rest] == ["0499"] and after is None
+
+
 async def test_malformed_filter_is_invalid_input(table_service):
     name = await new_table(table_service)
     await table_service.insert_entity(name, "p", "r", {})

@@ -35,12 +35,13 @@ from funchost.storage.postgres.queues import PostgresQueueService
 from funchost.storage.queues import QueueService
 from funchost.storage.secrets import SecretStore
 from funchost.storage.servicebus import ServiceBusBroker
+from funchost.storage.table_store import SqlTableService
 from funchost.storage.tables import TableService
 
 T = TypeVar("T")
 
 # Services still kept in the data folder with --storage postgres (what the banner lists as local).
-LOCAL = ("tables", "documents", "durable", "servicebus", "eventhubs")
+LOCAL = ("documents", "durable", "servicebus", "eventhubs")
 # The in-process topic kind (`runtime.signals`) of each service whose wake-ups other hosts need
 # once the service is on the server (queues wake through their port, `Wakeups.touch`).
 RELAYED_TOPICS = {"durable": "durable", "servicebus": "servicebus", "eventhubs": "eventhub", "documents": "documents"}
@@ -133,7 +134,12 @@ class PostgresStorage:
         return self.blobs(connection)  # one object per account: REST writes land in the same journal
 
     def tables(self, connection: str | None = None) -> TableService:
-        return self._local().tables(connection)
+        from funchost.storage.postgres.tables import PostgresTableService
+
+        account = self.connection(connection, "table").account_name
+        database = self.database
+        return self._service(f"tables:{account}",
+                             lambda: PostgresTableService(database, account, self._server_clock(database)))
 
     def for_account(self, account: str) -> PostgresStorage:
         """A view sharing this backend's services, every storage connection resolving to `account`."""
@@ -177,7 +183,7 @@ class PostgresStorage:
             services = list(self._shared.values())
             self._shared.clear()
         for service in services:
-            if isinstance(service, PostgresBlobAccount | PostgresQueueService | Wakeups):
+            if isinstance(service, PostgresBlobAccount | PostgresQueueService | Wakeups | SqlTableService):
                 await service.aclose()
         if local is not None:
             await local.aclose()
