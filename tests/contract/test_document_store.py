@@ -105,6 +105,17 @@ async def test_queries_by_field_id_prefix_and_partition_key(store: DocumentStore
     assert await store.query_items("db", "items", id_prefix="other") == []
 
 
+async def test_an_item_without_a_partition_key_value_is_one_item(store: DocumentStore) -> None:
+    first = await store.create_item("db", "items", {"id": "loose", "n": 1})
+    with pytest.raises(CosmosResourceExistsError):
+        await store.create_item("db", "items", {"id": "loose"})
+    second = await store.upsert_item("db", "items", {"id": "loose", "n": 2}, if_match=first["_etag"])
+    found = await store.query_items("db", "items", id_prefix="loose")
+    assert [(d["n"], d["_etag"]) for d in found] == [(2, second["_etag"])]
+    assert await store.query_items("db", "items", id_prefix="loose", partition_key="loose",
+                                   has_partition_key=True) == []
+
+
 async def test_partitions_cover_the_key_space_and_each_item_is_in_one(store: DocumentStore) -> None:
     ranges = await store.partition_ranges("db", "items")
     assert [r.id for r in ranges] == list(range(PARTITIONS))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from funchost.clock import ManualClock
 from funchost.documents.estimator import estimate
-from funchost.storage.sqlite.document_sql import partition_of, pk_key
+from funchost.storage.document_sql import partition_of, pk_key
 
 from ..changefeed.support import (
     FakeInvoker,

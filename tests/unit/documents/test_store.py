@@ -20,9 +20,9 @@ from funchost.documents import (
 )
 from funchost.documents.bridge import run_sync
 from funchost.settings.app_settings import AppSettings
+from funchost.storage.document_sql import partition_of, pk_key
 from funchost.storage.documents import DocumentStore
 from funchost.storage.host_storage import HostStorage, open_storage
-from funchost.storage.sqlite.document_sql import partition_of, pk_key
 from funchost.testing import HostHarness, write_app
 
 BEGINNING = datetime.min.replace(tzinfo=UTC)
@@ -85,6 +85,34 @@ def test_items_hash_to_partitions_stably(items, store) -> None:  # type: ignore[
     for pid in range(4):
         page = run_sync(store.read_feed("db", "items", pid, start_time=BEGINNING))
         assert {partition_of(pk_key(d["pk"]), 4) for d in page.items} == {pid}
+
+
+def test_a_file_of_an_older_version_keeps_its_items_without_a_partition_key(tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
+    import sqlite3
+
+    from funchost.storage.sqlite.documents import FILE_NAME, SCHEMA
+
+    path = tmp_path / "data" / "storage" / "CosmosDB" / FILE_NAME
+    path.parent.mkdir(parents=True)
+    with sqlite3.connect(path) as old:  # as the store wrote it before: the key with a NUL character
+        old.executescript(SCHEMA)
+        old.execute("INSERT INTO databases VALUES ('db', 'AAAAAA==', 0)")
+        old.execute("INSERT INTO containers VALUES ('db', 'items', 'AAAAAAAAAAA=', '/pk', 4, NULL, 0)")
+        old.executemany("INSERT INTO partitions VALUES ('db', 'items', ?, 0)", [(pid,) for pid in range(4)])
+        pid = partition_of("\x00undefined", 4)
+        old.execute("INSERT INTO items VALUES ('db', 'items', ?, 'loose', ?, 1, 0, NULL, ?)",
+                    ("\x00undefined", pid, '{"id": "loose", "n": 1, "_rid": "r", "_etag": "\\"e\\""}'))
+    opened = embedded(tmp_path, clock)
+    try:
+        twin = CosmosClient(opened.documents("CosmosDB")).get_database_client("db").get_container_client("items")
+        with pytest.raises(CosmosResourceExistsError):
+            twin.create_item({"id": "loose"})
+        twin.upsert_item({"id": "loose", "n": 2})
+        assert [d["n"] for d in twin.read_all_items()] == [2]
+        feed = run_sync(opened.documents("CosmosDB").read_feed("db", "items", pid, start_time=BEGINNING))
+        assert [d["id"] for d in feed.items] == ["loose"]  # in the partition it always had
+    finally:
+        run_sync(opened.aclose())
 
 
 def test_two_store_objects_on_one_file_share_state(tmp_path, clock, items) -> None:  # type: ignore[no-untyped-def]

@@ -22,6 +22,7 @@ from funchost.settings.postgres import PostgresConfig, postgres_config
 from funchost.storage.backend import StorageBackend, create_backend
 from funchost.storage.blob_api import BlobApi
 from funchost.storage.blobs import BlobChangeJournal
+from funchost.storage.document_store import SqlDocumentStore
 from funchost.storage.documents import DocumentStore
 from funchost.storage.durable import TaskHub
 from funchost.storage.eventgrid import EventGridStore
@@ -35,13 +36,14 @@ from funchost.storage.postgres.queues import PostgresQueueService
 from funchost.storage.queues import QueueService
 from funchost.storage.secrets import SecretStore
 from funchost.storage.servicebus import ServiceBusBroker
+from funchost.storage.sqlite.backend import DEFAULT_DOCUMENTS_CONNECTION
 from funchost.storage.table_store import SqlTableService
 from funchost.storage.tables import TableService
 
 T = TypeVar("T")
 
 # Services still kept in the data folder with --storage postgres (what the banner lists as local).
-LOCAL = ("documents", "durable", "servicebus", "eventhubs")
+LOCAL = ("durable", "servicebus", "eventhubs")
 # The in-process topic kind (`runtime.signals`) of each service whose wake-ups other hosts need
 # once the service is on the server (queues wake through their port, `Wakeups.touch`).
 RELAYED_TOPICS = {"durable": "durable", "servicebus": "servicebus", "eventhubs": "eventhub", "documents": "documents"}
@@ -148,7 +150,12 @@ class PostgresStorage:
         return view
 
     def documents(self, connection: str | None = None) -> DocumentStore:
-        return self._local().documents(connection)
+        from funchost.storage.postgres.documents import PostgresDocumentStore
+
+        name = (connection or "").strip() or DEFAULT_DOCUMENTS_CONNECTION
+        database = self.database
+        return self._service(f"documents:{name}",
+                             lambda: PostgresDocumentStore(database, name, self._server_clock(database)))
 
     def eventgrid_store(self) -> EventGridStore:
         from funchost.storage.postgres.eventgrid import PostgresEventStore
@@ -183,7 +190,8 @@ class PostgresStorage:
             services = list(self._shared.values())
             self._shared.clear()
         for service in services:
-            if isinstance(service, PostgresBlobAccount | PostgresQueueService | Wakeups | SqlTableService):
+            if isinstance(service, PostgresBlobAccount | PostgresQueueService | Wakeups | SqlTableService
+                          | SqlDocumentStore):
                 await service.aclose()
         if local is not None:
             await local.aclose()

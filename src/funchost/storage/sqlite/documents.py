@@ -1,148 +1,51 @@
-"""Embedded Cosmos DB-like document store: one SQLite file per account.
-
-``<data>/storage/<connection>/documents.sqlite3``, safe across processes through
-`SqliteDatabase`. A container has a partition key path and a fixed number of physical
-partitions; an item lands in the partition whose hash range holds the hash of its partition key
-value. Every write takes the next LSN of that partition and only the latest version of an item
-is kept, which gives the LatestVersion change feed for free (see `funchost.storage.documents`).
-
-Each call is one ``BEGIN IMMEDIATE`` transaction on the database thread (`document_sql` holds the
-statements): reads too, so a read of several statements sees one state, and reading an expired
-item deletes it (lazy TTL).
-"""
+"""Embedded Cosmos DB-like document store: the SQL document store (`storage/document_store.py`)
+on one SQLite file per account, ``<data>/storage/<connection>/documents.sqlite3``, safe across
+processes through `SqliteDatabase` (every call one BEGIN IMMEDIATE transaction)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from funchost.clock import Clock
-from funchost.storage.documents import DEFAULT_PARTITIONS, ContainerInfo, FeedPage, PartitionRange
-from funchost.storage.sqlite import document_sql as sql
+from funchost.storage.document_sql import UNDEFINED_KEY, UNDEFINED_PK
+from funchost.storage.document_store import SqlDocumentStore
+from funchost.storage.sqlconn import Conn
 from funchost.storage.sqlite.db import SqliteDatabase
 
 FILE_NAME = "documents.sqlite3"
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS databases (
+    name TEXT PRIMARY KEY, rid TEXT NOT NULL, ts INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS containers (
+    db TEXT NOT NULL, name TEXT NOT NULL, rid TEXT NOT NULL, pk_path TEXT NOT NULL,
+    partitions INTEGER NOT NULL, default_ttl INTEGER, ts INTEGER NOT NULL,
+    PRIMARY KEY (db, name));
+CREATE TABLE IF NOT EXISTS partitions (
+    db TEXT NOT NULL, container TEXT NOT NULL, pid INTEGER NOT NULL, lsn INTEGER NOT NULL,
+    PRIMARY KEY (db, container, pid));
+CREATE TABLE IF NOT EXISTS items (
+    db TEXT NOT NULL, container TEXT NOT NULL, pk TEXT NOT NULL, id TEXT NOT NULL,
+    pid INTEGER NOT NULL, lsn INTEGER NOT NULL, modified REAL NOT NULL, expires REAL,
+    body TEXT NOT NULL, PRIMARY KEY (db, container, pk, id));
+CREATE INDEX IF NOT EXISTS items_feed ON items (db, container, pid, lsn);
+CREATE INDEX IF NOT EXISTS items_id ON items (db, container, id)
+"""
+VERSION = 1  # PRAGMA user_version of a file this funchost wrote
 
 
-class SqliteDocumentStore:
+class SqliteDocumentStore(SqlDocumentStore):
     """`DocumentStore` on embedded SQLite: the documents of one account (one connection name)."""
 
     def __init__(self, dir: Path, name: str, clock: Clock) -> None:
         self.dir = Path(dir)
-        self.name = name
-        self.clock = clock
-        self.endpoint_host = "localhost"  # as the Cosmos DB emulator's endpoint
-        self._db = SqliteDatabase(self.dir / FILE_NAME, sql.SCHEMA, name="documents")
+        super().__init__(SqliteDatabase(self.dir / FILE_NAME, SCHEMA, name="documents", upgrade=_upgrade),
+                         name, clock)
 
-    def _now(self) -> float:
-        return self.clock.now().timestamp()
 
-    async def aclose(self) -> None:
-        await self._db.aclose()
-
-    # -- databases ---------------------------------------------------------------------------------
-
-    async def create_database(self, name: str, *, exist_ok: bool = False) -> dict[str, Any]:
-        now = self._now()
-        return await self._db.write(lambda c: sql.create_database(c, name, exist_ok, now))
-
-    async def get_database(self, name: str) -> dict[str, Any]:
-        return await self._db.write(lambda c: sql.get_database(c, name))
-
-    async def list_databases(self) -> list[str]:
-        return await self._db.write(sql.list_databases)
-
-    async def delete_database(self, name: str) -> None:
-        await self._db.write(lambda c: sql.delete_database(c, name))
-
-    # -- containers --------------------------------------------------------------------------------
-
-    async def create_container(
-        self,
-        database: str,
-        name: str,
-        *,
-        partition_key_path: str = "/id",
-        partitions: int = DEFAULT_PARTITIONS,
-        default_ttl: int | None = None,
-        exist_ok: bool = False,
-    ) -> ContainerInfo:
-        now = self._now()
-        return await self._db.write(lambda c: sql.create_container(
-            c, database, name, partition_key_path=partition_key_path, partitions=partitions,
-            default_ttl=default_ttl, exist_ok=exist_ok, now=now))
-
-    async def get_container(self, database: str, name: str) -> ContainerInfo:
-        return await self._db.write(lambda c: sql.get_container(c, database, name))
-
-    async def list_containers(self, database: str) -> list[ContainerInfo]:
-        return await self._db.write(lambda c: sql.list_containers(c, database))
-
-    async def delete_container(self, database: str, name: str) -> None:
-        await self._db.write(lambda c: sql.delete_container(c, database, name))
-
-    async def partition_ranges(self, database: str, container: str) -> list[PartitionRange]:
-        info = await self.get_container(database, container)
-        return sql.partition_ranges(info.partitions)
-
-    # -- items -------------------------------------------------------------------------------------
-
-    async def create_item(self, database: str, container: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        now = self._now()
-        return await self._db.write(lambda c: sql.create_item(c, database, container, body, now))
-
-    async def upsert_item(self, database: str, container: str, body: Mapping[str, Any], *,
-                          if_match: str | None = None) -> dict[str, Any]:
-        now = self._now()
-        return await self._db.write(lambda c: sql.upsert_item(c, database, container, body, if_match, now))
-
-    async def replace_item(self, database: str, container: str, item_id: str, body: Mapping[str, Any], *,
-                           if_match: str | None = None) -> dict[str, Any]:
-        now = self._now()
-        return await self._db.write(lambda c: sql.replace_item(c, database, container, item_id, body, if_match, now))
-
-    async def read_item(self, database: str, container: str, item_id: str, partition_key: Any) -> dict[str, Any]:
-        now = self._now()
-        return await self._db.write(lambda c: sql.read_item(c, database, container, item_id, partition_key, now))
-
-    async def delete_item(self, database: str, container: str, item_id: str, partition_key: Any, *,
-                          if_match: str | None = None) -> None:
-        now = self._now()
-        await self._db.write(lambda c: sql.delete_item(c, database, container, item_id, partition_key, if_match, now))
-
-    async def query_items(
-        self,
-        database: str,
-        container: str,
-        *,
-        equals: Mapping[str, Any] | None = None,
-        id_prefix: str | None = None,
-        partition_key: Any = None,
-        has_partition_key: bool = False,
-    ) -> list[dict[str, Any]]:
-        now = self._now()
-        return await self._db.write(lambda c: sql.query_items(
-            c, database, container, equals=equals, id_prefix=id_prefix, partition_key=partition_key,
-            has_partition_key=has_partition_key, now=now))
-
-    # -- change feed -------------------------------------------------------------------------------
-
-    async def latest_lsn(self, database: str, container: str, partition: int) -> int:
-        return await self._db.write(lambda c: sql.latest_lsn(c, database, container, partition))
-
-    async def read_feed(
-        self,
-        database: str,
-        container: str,
-        partition: int,
-        *,
-        after_lsn: int | None = None,
-        start_time: datetime | None = None,
-        max_items: int | None = None,
-    ) -> FeedPage:
-        now = self._now()
-        return await self._db.write(lambda c: sql.read_feed(
-            c, database, container, partition, after_lsn=after_lsn, start_time=start_time, max_items=max_items,
-            now=now))
+def _upgrade(conn: Conn) -> None:
+    """A file written before version 1 kept an item without a partition key value under a key
+    with a NUL character (which PostgreSQL text cannot hold): the stored form both stores use."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] >= VERSION:
+        return
+    conn.execute("UPDATE items SET pk = ? WHERE pk = ?", (UNDEFINED_KEY, str(UNDEFINED_PK)))
+    conn.execute(f"PRAGMA user_version = {VERSION}")

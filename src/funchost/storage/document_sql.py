@@ -1,7 +1,11 @@
-"""The SQL of the embedded document store: statements run inside the store's transactions.
+"""The SQL of the document store, written once for both backends (`storage/sqlconn.py`): the
+embedded file (`sqlite/documents.py`) and PostgreSQL (`postgres/documents.py`) run these
+statements inside the store's transactions.
 
 Each function takes the transaction's connection (and the clock's `now` where time matters);
-`SqliteDocumentStore` runs one of them per call of the `DocumentStore` Protocol.
+`SqlDocumentStore` runs one of them per call of the `DocumentStore` Protocol. A write takes the
+next LSN of the item's partition inside its transaction, and writes to one store run one at a
+time on both backends, so LSNs are given out in commit order without gaps.
 """
 
 from __future__ import annotations
@@ -11,7 +15,6 @@ import bisect
 import hashlib
 import json
 import os
-import sqlite3
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
@@ -24,29 +27,12 @@ from funchost.documents.exceptions import (
     CosmosResourceNotFoundError,
 )
 from funchost.storage.documents import ContainerInfo, FeedPage, PartitionRange
+from funchost.storage.sqlconn import Conn, Row
 
 MAX_PARTITIONS = 64
 HASH_SPACE = 1 << 16
-UNDEFINED_PK = "\x00undefined"  # an item without a value at the partition key path
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS databases (
-    name TEXT PRIMARY KEY, rid TEXT NOT NULL, ts INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS containers (
-    db TEXT NOT NULL, name TEXT NOT NULL, rid TEXT NOT NULL, pk_path TEXT NOT NULL,
-    partitions INTEGER NOT NULL, default_ttl INTEGER, ts INTEGER NOT NULL,
-    PRIMARY KEY (db, name));
-CREATE TABLE IF NOT EXISTS partitions (
-    db TEXT NOT NULL, container TEXT NOT NULL, pid INTEGER NOT NULL, lsn INTEGER NOT NULL,
-    PRIMARY KEY (db, container, pid));
-CREATE TABLE IF NOT EXISTS items (
-    db TEXT NOT NULL, container TEXT NOT NULL, pk TEXT NOT NULL, id TEXT NOT NULL,
-    pid INTEGER NOT NULL, lsn INTEGER NOT NULL, modified REAL NOT NULL, expires REAL,
-    body TEXT NOT NULL, PRIMARY KEY (db, container, pk, id));
-CREATE INDEX IF NOT EXISTS items_feed ON items (db, container, pid, lsn);
-CREATE INDEX IF NOT EXISTS items_id ON items (db, container, id)
-"""
-
+UNDEFINED_PK = "\x00undefined"  # an item without a value at the partition key path (by identity)
+UNDEFINED_KEY = "undefined"  # its stored form: never a JSON text, and no NUL (PostgreSQL text has none)
 
 # -- hashing ---------------------------------------------------------------------------------------
 
@@ -68,13 +54,14 @@ def partition_ranges(partitions: int) -> list[PartitionRange]:
 def pk_key(value: Any) -> str:
     """The stored form of a partition key value (stable across processes and runs)."""
     if value is UNDEFINED_PK:
-        return str(UNDEFINED_PK)
+        return UNDEFINED_KEY
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def partition_of(pk: str, partitions: int) -> int:
     """Stable hash of the partition key value onto the physical partitions (sha256, 16 bits)."""
-    epk = int.from_bytes(hashlib.sha256(pk.encode("utf-8")).digest()[:2], "big")
+    hashed = UNDEFINED_PK if pk == UNDEFINED_KEY else pk  # the partition it always had
+    epk = int.from_bytes(hashlib.sha256(hashed.encode("utf-8")).digest()[:2], "big")
     return bisect.bisect_right(_boundaries(partitions), epk) - 1
 
 
@@ -98,7 +85,7 @@ def new_etag() -> str:
 # -- databases -------------------------------------------------------------------------------------
 
 
-def create_database(conn: sqlite3.Connection, name: str, exist_ok: bool, now: float) -> dict[str, Any]:
+def create_database(conn: Conn, name: str, exist_ok: bool, now: float) -> dict[str, Any]:
     row = conn.execute("SELECT rid, ts FROM databases WHERE name = ?", (name,)).fetchone()
     if row is not None:
         if not exist_ok:
@@ -109,18 +96,18 @@ def create_database(conn: sqlite3.Connection, name: str, exist_ok: bool, now: fl
     return {"id": name, "_rid": rid, "_ts": int(now)}
 
 
-def get_database(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
+def get_database(conn: Conn, name: str) -> dict[str, Any]:
     row = conn.execute("SELECT rid, ts FROM databases WHERE name = ?", (name,)).fetchone()
     if row is None:
         raise CosmosResourceNotFoundError(f"database '{name}' does not exist")
     return {"id": name, "_rid": row["rid"], "_ts": row["ts"]}
 
 
-def list_databases(conn: sqlite3.Connection) -> list[str]:
+def list_databases(conn: Conn) -> list[str]:
     return [r["name"] for r in conn.execute("SELECT name FROM databases ORDER BY name")]
 
 
-def delete_database(conn: sqlite3.Connection, name: str) -> None:
+def delete_database(conn: Conn, name: str) -> None:
     get_database(conn, name)
     for table, column in (("items", "db"), ("partitions", "db"), ("containers", "db"), ("databases", "name")):
         conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (name,))
@@ -129,7 +116,7 @@ def delete_database(conn: sqlite3.Connection, name: str) -> None:
 # -- containers ------------------------------------------------------------------------------------
 
 
-def create_container(conn: sqlite3.Connection, database: str, name: str, *, partition_key_path: str,
+def create_container(conn: Conn, database: str, name: str, *, partition_key_path: str,
                      partitions: int, default_ttl: int | None, exist_ok: bool, now: float) -> ContainerInfo:
     if not 1 <= partitions <= MAX_PARTITIONS:
         raise CosmosBadRequestError(f"partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
@@ -151,18 +138,18 @@ def create_container(conn: sqlite3.Connection, database: str, name: str, *, part
     return get_container(conn, database, name)
 
 
-def _container_row(conn: sqlite3.Connection, database: str, name: str) -> sqlite3.Row | None:
+def _container_row(conn: Conn, database: str, name: str) -> Row | None:
     return conn.execute(  # type: ignore[no-any-return]
         "SELECT * FROM containers WHERE db = ? AND name = ?", (database, name)
     ).fetchone()
 
 
-def _info(row: sqlite3.Row, db_rid: str) -> ContainerInfo:
+def _info(row: Row, db_rid: str) -> ContainerInfo:
     return ContainerInfo(row["db"], row["name"], row["rid"], db_rid, row["pk_path"], row["partitions"],
                          row["default_ttl"])
 
 
-def get_container(conn: sqlite3.Connection, database: str, name: str) -> ContainerInfo:
+def get_container(conn: Conn, database: str, name: str) -> ContainerInfo:
     db = get_database(conn, database)
     row = _container_row(conn, database, name)
     if row is None:
@@ -170,13 +157,13 @@ def get_container(conn: sqlite3.Connection, database: str, name: str) -> Contain
     return _info(row, db["_rid"])
 
 
-def list_containers(conn: sqlite3.Connection, database: str) -> list[ContainerInfo]:
+def list_containers(conn: Conn, database: str) -> list[ContainerInfo]:
     db = get_database(conn, database)
     rows = conn.execute("SELECT * FROM containers WHERE db = ? ORDER BY name", (database,))
     return [_info(r, db["_rid"]) for r in rows]
 
 
-def delete_container(conn: sqlite3.Connection, database: str, name: str) -> None:
+def delete_container(conn: Conn, database: str, name: str) -> None:
     get_container(conn, database, name)
     for table in ("items", "partitions"):
         conn.execute(f"DELETE FROM {table} WHERE db = ? AND container = ?", (database, name))
@@ -186,19 +173,22 @@ def delete_container(conn: sqlite3.Connection, database: str, name: str) -> None
 # -- items -----------------------------------------------------------------------------------------
 
 
-def _live(conn: sqlite3.Connection, c: ContainerInfo, pk: str, item_id: str, now: float) -> sqlite3.Row | None:
+def _live(conn: Conn, c: ContainerInfo, pk: str, item_id: str, now: float, purge: bool = True) -> Row | None:
+    """The item unless it expired; an expired one is deleted when `purge` (a write transaction)."""
     row = conn.execute(
         "SELECT * FROM items WHERE db = ? AND container = ? AND pk = ? AND id = ?",
         (c.database, c.name, pk, item_id),
     ).fetchone()
     if row is not None and row["expires"] is not None and row["expires"] <= now:
+        if not purge:
+            return None
         conn.execute("DELETE FROM items WHERE db = ? AND container = ? AND pk = ? AND id = ?",
                      (c.database, c.name, pk, item_id))
         return None
     return row  # type: ignore[no-any-return]
 
 
-def _next_lsn(conn: sqlite3.Connection, c: ContainerInfo, pid: int) -> int:
+def _next_lsn(conn: Conn, c: ContainerInfo, pid: int) -> int:
     row = conn.execute(
         "UPDATE partitions SET lsn = lsn + 1 WHERE db = ? AND container = ? AND pid = ? RETURNING lsn",
         (c.database, c.name, pid),
@@ -215,7 +205,7 @@ def _expiry(c: ContainerInfo, body: Mapping[str, Any], now: float) -> float | No
     return now + ttl
 
 
-def _write(conn: sqlite3.Connection, c: ContainerInfo, body: Mapping[str, Any], previous: sqlite3.Row | None,
+def _write(conn: Conn, c: ContainerInfo, body: Mapping[str, Any], previous: Row | None,
            now: float) -> dict[str, Any]:
     item_id = str(body["id"])
     pk = pk_key(pk_value(body, c.partition_key_path))
@@ -231,21 +221,22 @@ def _write(conn: sqlite3.Connection, c: ContainerInfo, body: Mapping[str, Any], 
         "_ts": int(now),
     })
     conn.execute(
-        "INSERT OR REPLACE INTO items (db, container, pk, id, pid, lsn, modified, expires, body) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO items (db, container, pk, id, pid, lsn, modified, expires, body) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (db, container, pk, id) DO UPDATE SET pid = excluded.pid, "
+        "lsn = excluded.lsn, modified = excluded.modified, expires = excluded.expires, body = excluded.body",
         (c.database, c.name, pk, item_id, pid, lsn, now, _expiry(c, stored, now), json.dumps(stored)),
     )
     return stored
 
 
-def _locate(conn: sqlite3.Connection, database: str, container: str, body: Mapping[str, Any],
-            now: float) -> tuple[ContainerInfo, sqlite3.Row | None]:
+def _locate(conn: Conn, database: str, container: str, body: Mapping[str, Any],
+            now: float) -> tuple[ContainerInfo, Row | None]:
     c = get_container(conn, database, container)
     pk = pk_key(pk_value(body, c.partition_key_path))
     return c, _live(conn, c, pk, str(body.get("id")), now)
 
 
-def _check_etag(existing: sqlite3.Row | None, if_match: str | None, item_id: Any) -> None:
+def _check_etag(existing: Row | None, if_match: str | None, item_id: Any) -> None:
     if if_match is None:
         return
     current = json.loads(existing["body"])["_etag"] if existing is not None else None
@@ -253,7 +244,7 @@ def _check_etag(existing: sqlite3.Row | None, if_match: str | None, item_id: Any
         raise CosmosAccessConditionFailedError(f"the etag of item '{item_id}' does not match")
 
 
-def create_item(conn: sqlite3.Connection, database: str, container: str, body: Mapping[str, Any],
+def create_item(conn: Conn, database: str, container: str, body: Mapping[str, Any],
                 now: float) -> dict[str, Any]:
     c, existing = _locate(conn, database, container, body, now)
     if existing is not None:
@@ -261,14 +252,14 @@ def create_item(conn: sqlite3.Connection, database: str, container: str, body: M
     return _write(conn, c, body, None, now)
 
 
-def upsert_item(conn: sqlite3.Connection, database: str, container: str, body: Mapping[str, Any],
+def upsert_item(conn: Conn, database: str, container: str, body: Mapping[str, Any],
                 if_match: str | None, now: float) -> dict[str, Any]:
     c, existing = _locate(conn, database, container, body, now)
     _check_etag(existing, if_match, body.get("id"))
     return _write(conn, c, body, existing, now)
 
 
-def replace_item(conn: sqlite3.Connection, database: str, container: str, item_id: str, body: Mapping[str, Any],
+def replace_item(conn: Conn, database: str, container: str, item_id: str, body: Mapping[str, Any],
                  if_match: str | None, now: float) -> dict[str, Any]:
     c, existing = _locate(conn, database, container, body, now)
     if existing is None:
@@ -277,16 +268,16 @@ def replace_item(conn: sqlite3.Connection, database: str, container: str, item_i
     return _write(conn, c, body, existing, now)
 
 
-def read_item(conn: sqlite3.Connection, database: str, container: str, item_id: str, partition_key: Any,
-              now: float) -> dict[str, Any]:
+def read_item(conn: Conn, database: str, container: str, item_id: str, partition_key: Any,
+              now: float, purge: bool) -> dict[str, Any]:
     c = get_container(conn, database, container)
-    row = _live(conn, c, pk_key(partition_key), item_id, now)
+    row = _live(conn, c, pk_key(partition_key), item_id, now, purge)
     if row is None:
         raise CosmosResourceNotFoundError(f"item '{item_id}' does not exist")
     return json.loads(row["body"])  # type: ignore[no-any-return]
 
 
-def delete_item(conn: sqlite3.Connection, database: str, container: str, item_id: str, partition_key: Any,
+def delete_item(conn: Conn, database: str, container: str, item_id: str, partition_key: Any,
                 if_match: str | None, now: float) -> None:
     c = get_container(conn, database, container)
     pk = pk_key(partition_key)
@@ -299,7 +290,7 @@ def delete_item(conn: sqlite3.Connection, database: str, container: str, item_id
                  (database, container, pk, item_id))
 
 
-def query_items(conn: sqlite3.Connection, database: str, container: str, *, equals: Mapping[str, Any] | None,
+def query_items(conn: Conn, database: str, container: str, *, equals: Mapping[str, Any] | None,
                 id_prefix: str | None, partition_key: Any, has_partition_key: bool,
                 now: float) -> list[dict[str, Any]]:
     get_container(conn, database, container)
@@ -333,7 +324,7 @@ def _path_get(body: Mapping[str, Any], path: str) -> Any:
 # -- change feed -----------------------------------------------------------------------------------
 
 
-def latest_lsn(conn: sqlite3.Connection, database: str, container: str, pid: int) -> int:
+def latest_lsn(conn: Conn, database: str, container: str, pid: int) -> int:
     row = conn.execute("SELECT lsn FROM partitions WHERE db = ? AND container = ? AND pid = ?",
                        (database, container, pid)).fetchone()
     if row is None:
@@ -341,7 +332,7 @@ def latest_lsn(conn: sqlite3.Connection, database: str, container: str, pid: int
     return int(row["lsn"])
 
 
-def read_feed(conn: sqlite3.Connection, database: str, container: str, pid: int, *, after_lsn: int | None,
+def read_feed(conn: Conn, database: str, container: str, pid: int, *, after_lsn: int | None,
               start_time: datetime | None, max_items: int | None, now: float) -> FeedPage:
     get_container(conn, database, container)
     latest = latest_lsn(conn, database, container, pid)
