@@ -150,11 +150,14 @@ def _info(row: Row, db_rid: str) -> ContainerInfo:
 
 
 def get_container(conn: Conn, database: str, name: str) -> ContainerInfo:
-    db = get_database(conn, database)
-    row = _container_row(conn, database, name)
+    """The container and its database's rid in one statement (every item call starts here)."""
+    row = conn.execute("SELECT c.db, c.name, c.rid, c.pk_path, c.partitions, c.default_ttl, d.rid AS db_rid "
+                       "FROM containers c JOIN databases d ON d.name = c.db WHERE c.db = ? AND c.name = ?",
+                       (database, name)).fetchone()
     if row is None:
+        get_database(conn, database)  # a missing database is named as such
         raise CosmosResourceNotFoundError(f"container '{name}' does not exist in database '{database}'")
-    return _info(row, db["_rid"])
+    return _info(row, row["db_rid"])
 
 
 def list_containers(conn: Conn, database: str) -> list[ContainerInfo]:
