@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from funchost.clock import Clock, SystemClock
-from funchost.documents.exceptions import CosmosAccessConditionFailedError
+from funchost.documents.exceptions import CosmosAccessConditionFailedError, CosmosBadRequestError
 from funchost.errors import StorageError
 from funchost.settings.app_settings import AppSettings
 from funchost.storage.documents import DocumentStore
@@ -110,3 +110,26 @@ async def test_an_if_match_write_from_two_hosts_has_one_winner(tmp_path: Path, p
     finally:
         await a.aclose()
         await b.aclose()
+
+
+async def test_a_nul_character_is_bad_input_not_a_busy_server(tmp_path: Path, postgres_dsn: str,
+                                                              postgres_schema: str) -> None:
+    """PostgreSQL text cannot hold NUL: refused with 400 before the driver (which would be a retryable 503)."""
+    a = host(tmp_path, "a", postgres_dsn, postgres_schema)
+    try:
+        docs = a.documents()
+        await docs.create_database("db")
+        await docs.create_container("db", "items", partition_key_path="/pk")
+        with pytest.raises(CosmosBadRequestError):
+            await docs.create_item("db", "items", {"id": "a\x00b", "pk": "x"})
+        with pytest.raises(CosmosBadRequestError):
+            await docs.read_item("db", "items", "a\x00b", "x")
+        await docs.create_item("db", "items", {"id": "ab", "pk": "x\x00y"})  # a value inside JSON is escaped
+        assert (await docs.read_item("db", "items", "ab", "x\x00y"))["pk"] == "x\x00y"
+        tables = a.tables()
+        await tables.create_table("Keys")
+        with pytest.raises(StorageError) as refused:
+            await tables.query_entities("Keys", filter="PartitionKey eq 'a\x00'")
+        assert refused.value.status == 400
+    finally:
+        await a.aclose()

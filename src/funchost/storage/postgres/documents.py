@@ -14,9 +14,11 @@
 from __future__ import annotations
 
 from funchost.clock import Clock
+from funchost.documents.exceptions import CosmosBadRequestError
 from funchost.storage.document_store import SqlDocumentStore
 from funchost.storage.postgres.db import PgDatabase
 from funchost.storage.postgres.scoped import PgScopedDatabase
+from funchost.storage.postgres.text_guard import NulFreeText
 
 # The embedded tables with PostgreSQL types; ids and partition keys compared byte-wise as in SQLite.
 STEPS = ["""
@@ -71,4 +73,9 @@ class PostgresDocumentStore(SqlDocumentStore):
     def __init__(self, database: PgDatabase, name: str, clock: Clock) -> None:
         scoped = PgScopedDatabase(database, documents_schema(database.config.schema, name), "documents", STEPS,
                                   what=f"document account '{name}'")
-        super().__init__(scoped, name, clock)
+        super().__init__(NulFreeText(scoped, _no_nul), name, clock)
+
+
+def _no_nul(value: str) -> CosmosBadRequestError:
+    return CosmosBadRequestError(f"{value!r}: ids, names and keys cannot contain the NUL character with "
+                                 "--storage postgres")

@@ -8,8 +8,10 @@ server's unless a ManualClock drives time), so hosts with skewed clocks write or
 from __future__ import annotations
 
 from funchost.clock import Clock
+from funchost.errors import InvalidInput
 from funchost.storage.postgres.db import PgDatabase
 from funchost.storage.postgres.scoped import PgScopedDatabase
+from funchost.storage.postgres.text_guard import NulFreeText
 from funchost.storage.table_store import SqlTableService
 
 # The embedded tables with PostgreSQL types: keys compared byte-wise (COLLATE "C", SQLite's
@@ -41,4 +43,8 @@ class PostgresTableService(SqlTableService):
     def __init__(self, database: PgDatabase, account: str, clock: Clock) -> None:
         scoped = PgScopedDatabase(database, tables_schema(database.config.schema, account), "tables", STEPS,
                                   what=f"table account '{account}'")
-        super().__init__(scoped, account, clock)
+        super().__init__(NulFreeText(scoped, _no_nul), account, clock)
+
+
+def _no_nul(value: str) -> InvalidInput:
+    return InvalidInput(f"{value!r}: a key cannot contain the NUL character")
