@@ -3,7 +3,8 @@ with separate data folders on one PostgreSQL schema (they share nothing but the 
 Cosmos DB trigger on a four-partition container. The leases spread two and two over the hosts
 and stay so; 200 documents written by a third party are each handled once, by both hosts. A
 table entity written through one host's table output binding is read through the other's input
-binding."""
+binding. A host killed with SIGKILL leaves its leases to the other once they expire, and nothing
+written meanwhile is lost."""
 
 from __future__ import annotations
 
@@ -124,9 +125,18 @@ class Writer:
         self.loop.close()
 
 
-async def write_documents(docs: DocumentStore) -> None:
-    await asyncio.gather(*(docs.create_item("db", "items", {"id": f"d{i:03d}", "pk": f"k{i}"})
+async def write_documents(docs: DocumentStore, prefix: str = "d") -> None:
+    await asyncio.gather(*(docs.create_item("db", "items", {"id": f"{prefix}{i:03d}", "pk": f"k{i}"})
                            for i in range(DOCUMENTS)))
+
+
+def start_hosts(tmp_path: Path, env: dict[str, str], writer: Writer) -> list[RunningHost]:
+    docs = writer.storage.documents()
+    writer.run(docs.create_database("db"))
+    writer.run(docs.create_container("db", "items", partition_key_path="/pk", partitions=PARTITIONS))
+    args = ("--storage", "postgres", "--no-storage-endpoints", "--no-amqp")
+    app = make_app(tmp_path)
+    return [start_funchost(app, *args, data_dir=tmp_path / name, env=env) for name in ("data-a", "data-b")]
 
 
 def test_two_hosts_share_the_change_feed_leases_and_a_table(tmp_path: Path, postgres_dsn: str,
@@ -134,13 +144,9 @@ def test_two_hosts_share_the_change_feed_leases_and_a_table(tmp_path: Path, post
     table, env = prepare(postgres_dsn, postgres_schema)
     writer = Writer(tmp_path, env)
     docs = writer.storage.documents()
-    writer.run(docs.create_database("db"))
-    writer.run(docs.create_container("db", "items", partition_key_path="/pk", partitions=PARTITIONS))
-    args = ("--storage", "postgres", "--no-storage-endpoints", "--no-amqp")
-    app = make_app(tmp_path)
     hosts: list[RunningHost] = []
     try:
-        hosts = [start_funchost(app, *args, data_dir=tmp_path / name, env=env) for name in ("data-a", "data-b")]
+        hosts = start_hosts(tmp_path, env, writer)
         wait_until(lambda: writer.spread() == [2, 2], "the four leases spread 2/2 over the hosts", 45, hosts)
         time.sleep(3)  # several acquire intervals: it stays balanced
         assert writer.spread() == [2, 2] and len(set(writer.owners())) == 2
@@ -167,6 +173,33 @@ def test_two_hosts_share_the_change_feed_leases_and_a_table(tmp_path: Path, post
             assert not list((tmp_path / name).rglob("documents.sqlite3"))
     finally:
         outputs = [stop_funchost(host) for host in hosts]
+        writer.close()
+    for code, output in outputs:
+        assert code == 0, output
+
+
+def test_the_leases_of_a_killed_host_are_taken_over_on_the_other_machine(tmp_path: Path, postgres_dsn: str,
+                                                                       postgres_schema: str) -> None:
+    table, env = prepare(postgres_dsn, postgres_schema)
+    writer = Writer(tmp_path, env)
+    hosts: list[RunningHost] = []
+    try:
+        hosts = start_hosts(tmp_path, env, writer)
+        doomed, survivor = hosts
+        wait_until(lambda: writer.spread() == [2, 2], "the four leases spread 2/2 over the hosts", 45, hosts)
+        doomed.process.kill()  # SIGKILL: its leases are not released, they expire (4 s here)
+        doomed.process.wait(timeout=10)
+        writer.run(write_documents(writer.storage.documents(), "late"))
+        wait_until(lambda: writer.spread() == [4], "the survivor to hold all four leases", 30, [survivor])
+        wait_until(lambda: len({doc for doc, _ in handled(postgres_dsn, table)}) >= DOCUMENTS,
+                   "every document written after the kill handled", 45, [survivor])
+        found = handled(postgres_dsn, table)
+        assert sorted({doc for doc, _ in found}) == [f"late{i:03d}" for i in range(DOCUMENTS)]
+        assert {pid for _, pid in found} == {survivor.process.pid}
+    finally:
+        if hosts and hosts[0].process.poll() is None:
+            hosts[0].process.kill()
+        outputs = [stop_funchost(host) for host in hosts[1:]]
         writer.close()
     for code, output in outputs:
         assert code == 0, output
