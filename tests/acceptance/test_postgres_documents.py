@@ -1,7 +1,8 @@
 """The change feed and tables across machines: two `funchost start --storage postgres` processes
 with separate data folders on one PostgreSQL schema (they share nothing but the server) run a
 Cosmos DB trigger on a four-partition container. The leases spread two and two over the hosts
-and stay so; 200 documents written by a third party are each handled once, by both hosts. A
+and stay so; 200 documents written by a third party are each handled once, by both hosts, and
+`funchost docs status` on a third, empty data folder shows both owners with nothing left. A
 table entity written through one host's table output binding is read through the other's input
 binding. A host killed with SIGKILL leaves its leases to the other once they expire, and nothing
 written meanwhile is lost."""
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.acceptance.support import RunningHost, start_funchost, stop_funchost, wait_until
+from tests.acceptance.support import RunningHost, run_cli, start_funchost, stop_funchost, wait_until
 
 from funchost.clock import SystemClock
 from funchost.settings.app_settings import AppSettings
@@ -161,6 +162,13 @@ def test_two_hosts_share_the_change_feed_leases_and_a_table(tmp_path: Path, post
         by_host = Counter(pid for _, pid in found)
         assert set(by_host) == {host.process.pid for host in hosts}, by_host  # both hosts handled their share
         print(f"documents per host: {sorted(by_host.values())}")
+
+        # a third machine's `funchost docs status` (an empty data folder) sees both owners and no lag
+        status = run_cli("docs", "status", "-d", "db", "-c", "items", "--storage", "postgres", "--postgres",
+                         postgres_dsn, "--data", str(tmp_path / "third"), env={"FUNCHOST_POSTGRES_SCHEMA": postgres_schema})
+        rows = [line.split("\t") for line in status.splitlines()[1:-1]]
+        assert len(rows) == PARTITIONS and len({row[1] for row in rows}) == 2, status
+        assert {row[3] for row in rows} == {"0"} and status.splitlines()[-1].endswith("\t0"), status
 
         a, b = hosts
         assert httpx.post(f"{a.base_url}/api/put/n1", content=b"written on a", timeout=10).status_code == 201
