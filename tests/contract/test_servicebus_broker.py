@@ -1,6 +1,6 @@
 """Service Bus broker rules every `ServiceBusBroker` implementation must follow (docs/servicebus.md).
 
-Run against each implementation (today the embedded SQLite broker) on a ManualClock, so lock
+Run against each implementation (the embedded SQLite broker, the PostgreSQL one) on a ManualClock, so lock
 durations, TTLs and schedules are exercised without waiting.
 """
 
@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from funchost.clock import ManualClock
-from funchost.settings.app_settings import AppSettings
 from funchost.storage.backend import create_backend
 from funchost.storage.servicebus import (
     CorrelationFilter,
@@ -31,7 +30,9 @@ from funchost.storage.servicebus import (
     SqlFilter,
 )
 
-IMPLEMENTATIONS = ["embedded"]
+from .conftest import LOCAL_STATE_BACKENDS, backend_settings
+
+IMPLEMENTATIONS = LOCAL_STATE_BACKENDS
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def clock() -> ManualClock:
 
 @pytest.fixture(params=IMPLEMENTATIONS)
 async def broker(request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock) -> AsyncIterator[object]:
-    storage = create_backend("embedded", tmp_path / "data", AppSettings({}, environ={}), clock)
+    storage = create_backend(request.param, tmp_path / "data", backend_settings(request.param, request), clock)
     yield storage.servicebus("sbemulatorns")
     await storage.aclose()
 
@@ -353,11 +354,14 @@ async def test_forwarding_moves_messages_and_dead_letters(broker):
     assert moved.application_properties["DeadLetterReason"] == "MaxDeliveryCountExceeded"
 
 
-# -- several hosts on one file ----------------------------------------------------------------------
+# -- several hosts on one namespace -------------------------------------------------------------------
 
 
-async def test_two_brokers_on_one_file_never_receive_the_same_message(tmp_path, clock):
-    stores = [create_backend("embedded", tmp_path / "data", AppSettings({}, environ={}), clock) for _ in range(2)]
+@pytest.mark.parametrize("kind", IMPLEMENTATIONS)
+async def test_two_brokers_on_one_namespace_never_receive_the_same_message(kind, request, tmp_path, clock):
+    # Embedded: two hosts on one data folder. PostgreSQL: each its own folder, one server.
+    folders = [tmp_path / "data"] * 2 if kind == "embedded" else [tmp_path / "a", tmp_path / "b"]
+    stores = [create_backend(kind, folder, backend_settings(kind, request), clock) for folder in folders]
     brokers = [s.servicebus("sbemulatorns") for s in stores]
     await brokers[0].create_queue("shared")
     await brokers[1].send("shared", [msg(str(i)) for i in range(200)])

@@ -36,6 +36,7 @@ from funchost.storage.postgres.queues import PostgresQueueService
 from funchost.storage.queues import QueueService
 from funchost.storage.secrets import SecretStore
 from funchost.storage.servicebus import ServiceBusBroker
+from funchost.storage.servicebussql.broker import SqlServiceBusBroker
 from funchost.storage.sqlite.backend import DEFAULT_DOCUMENTS_CONNECTION
 from funchost.storage.table_store import SqlTableService
 from funchost.storage.tables import TableService
@@ -43,7 +44,7 @@ from funchost.storage.tables import TableService
 T = TypeVar("T")
 
 # Services still kept in the data folder with --storage postgres (what the banner lists as local).
-LOCAL = ("durable", "servicebus", "eventhubs")
+LOCAL = ("durable", "eventhubs")
 # The in-process topic kind (`runtime.signals`) of each service whose wake-ups other hosts need
 # once the service is on the server (queues wake through their port, `Wakeups.touch`).
 RELAYED_TOPICS = {"durable": "durable", "servicebus": "servicebus", "eventhubs": "eventhub", "documents": "documents"}
@@ -164,7 +165,11 @@ class PostgresStorage:
         return self._service("eventgrid", lambda: PostgresEventStore(database, self.clock))
 
     def servicebus(self, namespace: str) -> ServiceBusBroker:
-        return self._local().servicebus(namespace)
+        from funchost.storage.postgres.servicebus import PostgresServiceBusBroker
+
+        database = self.database
+        return self._service(f"servicebus:{namespace}", lambda: PostgresServiceBusBroker(
+            database, namespace, self._server_clock(database)))
 
     def eventhubs(self, namespace: str) -> EventHubBroker:
         return self._local().eventhubs(namespace)
@@ -191,7 +196,7 @@ class PostgresStorage:
             self._shared.clear()
         for service in services:
             if isinstance(service, PostgresBlobAccount | PostgresQueueService | Wakeups | SqlTableService
-                          | SqlDocumentStore):
+                          | SqlDocumentStore | SqlServiceBusBroker):
                 await service.aclose()
         if local is not None:
             await local.aclose()

@@ -17,13 +17,12 @@ Throughput notes:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from funchost.clock import Clock
 from funchost.errors import (
@@ -31,12 +30,12 @@ from funchost.errors import (
     PopReceiptMismatch,
     QueueAlreadyExists,
     QueueNotFound,
-    StorageError,
 )
 from funchost.storage.queue_ids import PURGE_INTERVAL, message_id, random_hex, seq_of, service_time
 from funchost.storage.queue_rules import DEFAULT_TTL, out_of_range
 from funchost.storage.queues import QueueMessage, QueueProperties, UpdateReceipt
 from funchost.storage.sqlite.db import SqliteDatabase
+from funchost.storage.write_group import WriteGroup
 
 T = TypeVar("T")
 
@@ -61,9 +60,6 @@ CREATE INDEX IF NOT EXISTS messages_visible ON messages(queue, visible_at);
 CREATE INDEX IF NOT EXISTS messages_expiry ON messages(expires_at) WHERE expires_at IS NOT NULL
 """
 
-MAX_GROUP = 512  # operations per grouped transaction
-
-
 def _row_message(row: sqlite3.Row, *, with_receipt: bool = True) -> QueueMessage:
     return QueueMessage(
         id=row["id"],
@@ -77,56 +73,6 @@ def _row_message(row: sqlite3.Row, *, with_receipt: bool = True) -> QueueMessage
     )
 
 
-class _WriteGroup:
-    """Runs write operations submitted close together in one transaction, answering each alone.
-
-    Each operation must validate before it writes: a StorageError it raises is that
-    operation's answer and must leave no partial change behind.
-    """
-
-    def __init__(self, db: SqliteDatabase) -> None:
-        self._db = db
-        self._pending: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []
-        self._task: asyncio.Task[None] | None = None
-
-    async def run(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._pending.append((op, future))
-        if self._task is None or self._task.done():
-            self._task = loop.create_task(self._drain(), name="sqlite-queue-writes")
-        return await future
-
-    async def _drain(self) -> None:
-        while self._pending:
-            batch, self._pending = self._pending[:MAX_GROUP], self._pending[MAX_GROUP:]
-
-            def apply(conn: sqlite3.Connection, batch: list[Any] = batch) -> list[tuple[bool, Any]]:
-                outcomes: list[tuple[bool, Any]] = []
-                for op, _ in batch:
-                    try:
-                        outcomes.append((True, op(conn)))
-                    except StorageError as exc:
-                        outcomes.append((False, exc))
-                return outcomes
-
-            try:
-                outcomes = await self._db.write(apply)
-            except Exception as exc:  # the whole transaction failed: every caller gets the error
-                error = exc if isinstance(exc, StorageError) else StorageError(str(exc))
-                for _, future in batch:
-                    if not future.done():
-                        future.set_exception(error)
-                continue
-            for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
-                if future.done():
-                    continue
-                if ok:
-                    future.set_result(value)
-                else:
-                    future.set_exception(value)
-
-
 class SqliteQueueService:
     """`QueueService` on embedded SQLite; safe for several processes sharing the file."""
 
@@ -134,7 +80,7 @@ class SqliteQueueService:
         self.account_name = account
         self._clock = clock
         self._db = SqliteDatabase(Path(account_dir) / "queues.db", SCHEMA, name=f"queues-{account}")
-        self._writes = _WriteGroup(self._db)
+        self._writes = WriteGroup(self._db)
         self._last_purge = float("-inf")
 
     def _now(self) -> float:

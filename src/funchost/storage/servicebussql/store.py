@@ -1,4 +1,4 @@
-"""Synchronous building blocks of the embedded broker, run inside one write transaction each.
+"""Synchronous building blocks of the SQL broker, run inside one write transaction each.
 
 Everything time-based is evaluated lazily against `now` at the start of the operation that
 needs it (the sweep): an expired lock releases its message (or dead-letters it once
@@ -10,7 +10,6 @@ so several processes on one file see the same state.
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from funchost.storage.servicebus import (
@@ -26,13 +25,14 @@ from funchost.storage.servicebus import (
     SessionLockLost,
 )
 from funchost.storage.servicebus_rules import route
-from funchost.storage.sqlite.servicebus_rows import (
+from funchost.storage.servicebussql.rows import (
     decode_entity_properties,
     decode_rules,
     encode_props,
     new_message_id,
     outgoing_from_row,
 )
+from funchost.storage.sqlconn import Conn, Row
 
 MAX_DELIVERY_DESCRIPTION = "Message could not be consumed after {count} delivery attempts."
 TTL_DESCRIPTION = "The message expired and was dead lettered."
@@ -44,7 +44,7 @@ class Entity:
 
     __slots__ = ("key", "path", "kind", "topic", "properties", "rules")
 
-    def __init__(self, row: sqlite3.Row) -> None:
+    def __init__(self, row: Row) -> None:
         self.key: str = row["key"]
         self.path: str = row["path"]
         self.kind: str = row["kind"]
@@ -53,7 +53,7 @@ class Entity:
         self.rules = decode_rules(row["rules"]) if self.kind == "subscription" else []
 
 
-def load_entity(conn: sqlite3.Connection, path: str, *, kinds: tuple[str, ...] | None = None) -> Entity:
+def load_entity(conn: Conn, path: str, *, kinds: tuple[str, ...] | None = None) -> Entity:
     row = conn.execute("SELECT * FROM entities WHERE key = ?", (path.lower(),)).fetchone()
     if row is None or (kinds is not None and row["kind"] not in kinds):
         what = " or ".join(kinds) if kinds else "entity"
@@ -61,7 +61,7 @@ def load_entity(conn: sqlite3.Connection, path: str, *, kinds: tuple[str, ...] |
     return Entity(row)
 
 
-def subscriptions_of(conn: sqlite3.Connection, topic_key: str) -> list[Entity]:
+def subscriptions_of(conn: Conn, topic_key: str) -> list[Entity]:
     rows = conn.execute("SELECT * FROM entities WHERE kind = 'subscription' AND topic = ? ORDER BY key",
                         (topic_key,)).fetchall()
     return [Entity(r) for r in rows]
@@ -77,7 +77,7 @@ def check_size(message: OutgoingMessage) -> None:
 # --- sending --------------------------------------------------------------------------------------
 
 
-def send_one(conn: sqlite3.Connection, entity: Entity, message: OutgoingMessage, now: float,
+def send_one(conn: Conn, entity: Entity, message: OutgoingMessage, now: float,
              dedup_counter: list[int], hops: int = 0) -> int:
     """Store `message` on a queue or fan it out on a topic; 0 when dropped (duplicate, no match)."""
     message_id = message.message_id or new_message_id()
@@ -95,7 +95,7 @@ def send_one(conn: sqlite3.Connection, entity: Entity, message: OutgoingMessage,
     return _deliver(conn, entity, message, message_id, now, hops)
 
 
-def _deliver(conn: sqlite3.Connection, entity: Entity, message: OutgoingMessage, message_id: str,
+def _deliver(conn: Conn, entity: Entity, message: OutgoingMessage, message_id: str,
              now: float, hops: int) -> int:
     forward = entity.properties.forward_to
     if forward and hops < MAX_FORWARD_HOPS:
@@ -104,7 +104,7 @@ def _deliver(conn: sqlite3.Connection, entity: Entity, message: OutgoingMessage,
     return _insert(conn, entity, message, message_id, now)
 
 
-def _insert(conn: sqlite3.Connection, entity: Entity, message: OutgoingMessage, message_id: str,
+def _insert(conn: Conn, entity: Entity, message: OutgoingMessage, message_id: str,
             now: float, *, dlq: int = 0, dead_letter: tuple[str | None, str | None, str | None] | None = None
             ) -> int:
     default_ttl = entity.properties.default_message_ttl
@@ -127,7 +127,7 @@ def _insert(conn: sqlite3.Connection, entity: Entity, message: OutgoingMessage, 
     return int(seq)
 
 
-def _is_duplicate(conn: sqlite3.Connection, entity: Entity, message_id: str, now: float,
+def _is_duplicate(conn: Conn, entity: Entity, message_id: str, now: float,
                   counter: list[int]) -> bool:
     window = entity.properties.duplicate_detection_window
     counter[0] += 1
@@ -137,7 +137,8 @@ def _is_duplicate(conn: sqlite3.Connection, entity: Entity, message_id: str, now
                        (entity.key, message_id)).fetchone()
     if row is not None and row["seen_at"] > now - window:
         return True
-    conn.execute("INSERT OR REPLACE INTO dedup(entity, message_id, seen_at) VALUES (?,?,?)",
+    conn.execute("INSERT INTO dedup(entity, message_id, seen_at) VALUES (?,?,?)"
+                 " ON CONFLICT(entity, message_id) DO UPDATE SET seen_at = excluded.seen_at",
                  (entity.key, message_id, now))
     return False
 
@@ -145,7 +146,7 @@ def _is_duplicate(conn: sqlite3.Connection, entity: Entity, message_id: str, now
 # --- time-based transitions -----------------------------------------------------------------------
 
 
-def sweep(conn: sqlite3.Connection, entity: Entity, now: float) -> None:
+def sweep(conn: Conn, entity: Entity, now: float) -> None:
     """Apply every transition that `now` makes due on this entity (see the module docstring)."""
     expired_locks = conn.execute(
         "SELECT id, dlq, delivery_count FROM messages WHERE entity = ? AND locked_until IS NOT NULL"
@@ -167,7 +168,7 @@ def sweep(conn: sqlite3.Connection, entity: Entity, now: float) -> None:
             conn.execute("DELETE FROM messages WHERE id = ?", (row["id"],))
 
 
-def dead_letter(conn: sqlite3.Connection, entity: Entity, row_id: int, now: float, reason: str | None,
+def dead_letter(conn: Conn, entity: Entity, row_id: int, now: float, reason: str | None,
                 description: str | None) -> None:
     """Move a message to the entity's `$deadletterqueue` (or forward it where configured).
 
@@ -198,7 +199,7 @@ def dead_letter(conn: sqlite3.Connection, entity: Entity, row_id: int, now: floa
 # --- locks ----------------------------------------------------------------------------------------
 
 
-def locked_row(conn: sqlite3.Connection, entity: Entity, dlq: bool, lock_token: str, now: float) -> sqlite3.Row:
+def locked_row(conn: Conn, entity: Entity, dlq: bool, lock_token: str, now: float) -> Row:
     """The message this lock token holds, or MessageLockLost (unknown, other entity, expired)."""
     row = conn.execute("SELECT * FROM messages WHERE lock_token = ?", (lock_token,)).fetchone()
     if row is None or row["entity"] != entity.key or bool(row["dlq"]) != dlq:
@@ -211,7 +212,7 @@ def locked_row(conn: sqlite3.Connection, entity: Entity, dlq: bool, lock_token: 
     return row  # type: ignore[no-any-return]
 
 
-def modify_properties(conn: sqlite3.Connection, row: sqlite3.Row, changes: dict[str, Any] | None) -> None:
+def modify_properties(conn: Conn, row: Row, changes: dict[str, Any] | None) -> None:
     if not changes:
         return
     data = json.loads(row["props"])

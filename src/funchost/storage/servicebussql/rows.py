@@ -1,4 +1,4 @@
-"""Schema and row conversions of the embedded Service Bus (one SQLite file per namespace).
+"""Row conversions of the SQL Service Bus broker, and its tables on SQLite (one file per namespace).
 
 A message row is one copy in one queue or subscription (a topic stores nothing itself):
 `dlq` marks the dead-letter sub-queue, `state` is active / scheduled / deferred, a lock is
@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import sqlite3
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,6 +24,7 @@ from funchost.storage.servicebus import (
     SqlFilter,
     TrueFilter,
 )
+from funchost.storage.sqlconn import Row
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entities (
@@ -82,9 +82,14 @@ _PROPERTY_FIELDS = ("message_id", "content_type", "correlation_id", "subject", "
                     "reply_to_session_id", "partition_key", "transaction_partition_key")
 
 
+# A lock token's last group: the row id as 12 decimal digits (valid hex digits too), in SQL
+# both engines run (neither `printf` nor `lpad` is in both).
+TOKEN_SQL = "? || substr('000000000000' || CAST(id AS TEXT), length(CAST(id AS TEXT)) + 1, 12)"
+
+
 def token_prefix() -> str:
     """24 random hex digits shaped as the first four groups of a version-4 GUID; a row id as
-    the last group makes each lock token unique without a random draw per message."""
+    the last group (TOKEN_SQL) makes each lock token unique without a random draw per message."""
     h = f"{_random.getrandbits(96):024x}"
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) % 4]}{h[17:20]}-"
 
@@ -123,7 +128,7 @@ def _jsonable(properties: Any) -> dict[str, Any]:
     return result
 
 
-def outgoing_from_row(row: sqlite3.Row) -> OutgoingMessage:
+def outgoing_from_row(row: Row) -> OutgoingMessage:
     """The message as it was sent (for forwarding and redrive)."""
     data = json.loads(row["props"])
     return OutgoingMessage(
@@ -134,7 +139,7 @@ def outgoing_from_row(row: sqlite3.Row) -> OutgoingMessage:
     )
 
 
-def received_from_row(row: sqlite3.Row, *, locked: bool = True) -> ReceivedMessage:
+def received_from_row(row: Row, *, locked: bool = True) -> ReceivedMessage:
     data = json.loads(row["props"])
     scheduled = data.get("scheduled_enqueue_time")
     return ReceivedMessage(

@@ -1,4 +1,4 @@
-"""Sessions of the embedded broker: one holder per session, FIFO inside it, a state blob.
+"""Sessions of the SQL broker: one holder per session, FIFO inside it, a state blob.
 
 A session lock is a row in `sessions` (token + locked_until). Messages received through a
 session share its lock: their `locked_until` follows the session's, so renewing or losing the
@@ -8,7 +8,6 @@ session level").
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
 from datetime import UTC, datetime
 
@@ -19,9 +18,9 @@ from funchost.storage.servicebus import (
     SessionLockLost,
     split_dead_letter,
 )
-from funchost.storage.sqlite.db import SqliteDatabase
-from funchost.storage.sqlite.queues import _WriteGroup
-from funchost.storage.sqlite.servicebus_store import Entity, load_entity, sweep
+from funchost.storage.servicebussql.store import Entity, load_entity, sweep
+from funchost.storage.sqlconn import Conn, StoreDatabase
+from funchost.storage.write_group import WriteGroup
 
 
 def _lock(entity: Entity, session_id: str, token: str, until: float) -> SessionLock:
@@ -29,16 +28,16 @@ def _lock(entity: Entity, session_id: str, token: str, until: float) -> SessionL
 
 
 class SessionOperations:
-    """Mixed into the SQLite broker (which provides `_writes`, `_db` and `_now`)."""
+    """Mixed into the SQL broker (which provides `_writes`, `_db` and `_now`)."""
 
-    _writes: _WriteGroup
-    _db: SqliteDatabase
+    _writes: WriteGroup[Conn]
+    _db: StoreDatabase
 
     def _now(self) -> float:
         raise NotImplementedError
 
     @staticmethod
-    def _held_session(conn: sqlite3.Connection, entity: Entity, session: SessionLock | None,
+    def _held_session(conn: Conn, entity: Entity, session: SessionLock | None,
                       now: float) -> SessionLock:
         if session is None:
             raise InvalidServiceBusInput(f"the entity '{entity.path}' requires sessions: receive through an "
@@ -56,7 +55,7 @@ class SessionOperations:
         now = self._now()
         token = str(uuid.uuid4())
 
-        def op(conn: sqlite3.Connection) -> SessionLock | None:
+        def op(conn: Conn) -> SessionLock | None:
             entity = load_entity(conn, name, kinds=("queue", "subscription"))
             if not entity.properties.requires_session:
                 raise InvalidServiceBusInput(f"the entity '{entity.path}' does not require sessions")
@@ -64,11 +63,11 @@ class SessionOperations:
             wanted = session_id
             if wanted is None:
                 row = conn.execute(
-                    "SELECT session_id FROM messages WHERE entity = :e AND dlq = 0 AND session_id IS NOT NULL"
-                    " AND state IN ('active', 'scheduled') AND visible_at <= :now AND locked_until IS NULL"
-                    " AND (expires_at IS NULL OR expires_at > :now) AND session_id NOT IN"
-                    " (SELECT session_id FROM sessions WHERE entity = :e AND locked_until > :now)"
-                    " ORDER BY seq LIMIT 1", {"e": entity.key, "now": now}).fetchone()
+                    "SELECT session_id FROM messages WHERE entity = ? AND dlq = 0 AND session_id IS NOT NULL"
+                    " AND state IN ('active', 'scheduled') AND visible_at <= ? AND locked_until IS NULL"
+                    " AND (expires_at IS NULL OR expires_at > ?) AND session_id NOT IN"
+                    " (SELECT session_id FROM sessions WHERE entity = ? AND locked_until > ?)"
+                    " ORDER BY seq LIMIT 1", (entity.key, now, now, entity.key, now)).fetchone()
                 if row is None:
                     return None
                 wanted = row["session_id"]
@@ -90,7 +89,7 @@ class SessionOperations:
     async def renew_session_lock(self, session: SessionLock) -> SessionLock:
         now = self._now()
 
-        def op(conn: sqlite3.Connection) -> SessionLock:
+        def op(conn: Conn) -> SessionLock:
             entity = load_entity(conn, session.entity)
             self._held_session(conn, entity, session, now)
             until = now + entity.properties.lock_duration
@@ -108,7 +107,7 @@ class SessionOperations:
         await self._writes.run(lambda conn: self._release(conn, session))
 
     @staticmethod
-    def _release(conn: sqlite3.Connection, session: SessionLock) -> None:
+    def _release(conn: Conn, session: SessionLock) -> None:
         entity = load_entity(conn, session.entity)
         row = conn.execute("SELECT token FROM sessions WHERE entity = ? AND session_id = ?",
                            (entity.key, session.session_id)).fetchone()
@@ -122,7 +121,7 @@ class SessionOperations:
     async def get_session_state(self, session: SessionLock) -> bytes | None:
         now = self._now()
 
-        def op(conn: sqlite3.Connection) -> bytes | None:
+        def op(conn: Conn) -> bytes | None:
             entity = load_entity(conn, session.entity)
             self._held_session(conn, entity, session, now)
             row = conn.execute("SELECT state FROM sessions WHERE entity = ? AND session_id = ?",
@@ -135,7 +134,7 @@ class SessionOperations:
     async def set_session_state(self, session: SessionLock, state: bytes | None) -> None:
         now = self._now()
 
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: Conn) -> None:
             entity = load_entity(conn, session.entity)
             self._held_session(conn, entity, session, now)
             conn.execute("UPDATE sessions SET state = ? WHERE entity = ? AND session_id = ?",
