@@ -1,6 +1,6 @@
 """The Event Hubs broker Protocol, against every broker that can run here.
 
-Only the embedded broker runs in this suite: the real-namespace broker (`eventhubs/sdk.py`) needs
+The embedded and the PostgreSQL brokers run in this suite; the real-namespace broker (`eventhubs/sdk.py`) needs
 an Event Hubs namespace, which CI has not; its translation layer has unit tests instead
 (tests/unit/eventhubs/test_sdk_translation.py).
 """
@@ -15,7 +15,6 @@ import pytest
 
 from funchost.clock import ManualClock
 from funchost.errors import InvalidInput, InvalidResourceName
-from funchost.settings.app_settings import AppSettings
 from funchost.storage.backend import create_backend
 from funchost.storage.eventhub_partitioning import partition_index_for_key
 from funchost.storage.eventhubs import (
@@ -28,7 +27,9 @@ from funchost.storage.eventhubs import (
     MessageSizeExceeded,
 )
 
-BROKERS = ["embedded"]
+from .conftest import LOCAL_STATE_BACKENDS, backend_settings
+
+BROKERS = LOCAL_STATE_BACKENDS
 
 
 @pytest.fixture
@@ -38,7 +39,7 @@ def clock() -> ManualClock:
 
 @pytest.fixture(params=BROKERS)
 async def broker(request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock) -> AsyncIterator[EventHubBroker]:
-    storage = create_backend("embedded", tmp_path / "data", AppSettings({}, environ={}), clock)
+    storage = create_backend(request.param, tmp_path / "data", backend_settings(request.param, request), clock)
     yield storage.eventhubs("localhost")
     await storage.aclose()
 
@@ -153,9 +154,13 @@ async def test_consumer_groups(broker: EventHubBroker) -> None:
         await broker.ensure_consumer_group("open", "bad name")
 
 
-async def test_two_broker_objects_on_one_folder_share_one_log(tmp_path: Path, clock: ManualClock) -> None:
-    first = create_backend("embedded", tmp_path / "data", AppSettings({}, environ={}), clock)
-    second = create_backend("embedded", tmp_path / "data", AppSettings({}, environ={}), clock)
+@pytest.mark.parametrize("kind", BROKERS)
+async def test_two_broker_objects_on_one_namespace_share_one_log(kind: str, request: pytest.FixtureRequest,
+                                                                 tmp_path: Path, clock: ManualClock) -> None:
+    # Embedded: two hosts on one data folder. PostgreSQL: each its own folder, one server.
+    second_folder = tmp_path / ("data" if kind == "embedded" else "other")
+    first = create_backend(kind, tmp_path / "data", backend_settings(kind, request), clock)
+    second = create_backend(kind, second_folder, backend_settings(kind, request), clock)
     try:
         await first.eventhubs("localhost").create_hub("h", partition_count=1)
         a = await first.eventhubs("localhost").send("h", events("a"))

@@ -27,6 +27,7 @@ from funchost.storage.documents import DocumentStore
 from funchost.storage.durable import TaskHub
 from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.eventhubs import EventHubBroker
+from funchost.storage.eventhubsql.broker import SqlEventHubBroker
 from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.postgres.blobs import PostgresBlobAccount
 from funchost.storage.postgres.connect import connect_sync
@@ -44,7 +45,7 @@ from funchost.storage.tables import TableService
 T = TypeVar("T")
 
 # Services still kept in the data folder with --storage postgres (what the banner lists as local).
-LOCAL = ("durable", "eventhubs")
+LOCAL = ("durable",)
 # The in-process topic kind (`runtime.signals`) of each service whose wake-ups other hosts need
 # once the service is on the server (queues wake through their port, `Wakeups.touch`).
 RELAYED_TOPICS = {"durable": "durable", "servicebus": "servicebus", "eventhubs": "eventhub", "documents": "documents"}
@@ -172,7 +173,11 @@ class PostgresStorage:
             database, namespace, self._server_clock(database)))
 
     def eventhubs(self, namespace: str) -> EventHubBroker:
-        return self._local().eventhubs(namespace)
+        from funchost.storage.postgres.eventhubs import PostgresEventHubBroker
+
+        name, database = namespace.lower(), self.database
+        return self._service(f"eventhubs:{name}", lambda: PostgresEventHubBroker(
+            database, name, self._server_clock(database)))
 
     def task_hub(self, name: str, connection: str | None = None) -> TaskHub:
         return self._local().task_hub(name, connection)
@@ -196,7 +201,7 @@ class PostgresStorage:
             self._shared.clear()
         for service in services:
             if isinstance(service, PostgresBlobAccount | PostgresQueueService | Wakeups | SqlTableService
-                          | SqlDocumentStore | SqlServiceBusBroker):
+                          | SqlDocumentStore | SqlServiceBusBroker | SqlEventHubBroker):
                 await service.aclose()
         if local is not None:
             await local.aclose()
