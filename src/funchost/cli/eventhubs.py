@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from funchost.cli.common import StorageContext, open_storage, report_errors
+from funchost.cli.common import StorageContext, add_backend_options, open_storage, report_errors
 from funchost.errors import ConfigError
 from funchost.runtime.signals import Signals
 from funchost.storage.eventhubs import DEFAULT_CONSUMER_GROUP, EventToSend
@@ -58,7 +58,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--connection", default=None, metavar="SETTING",
                         help="Event Hubs connection setting (default: the embedded broker)")
     parser.add_argument("--output", choices=("text", "json"), default="text")
-    parser.set_defaults(storage="embedded")
+    add_backend_options(parser)  # --storage postgres: the namespace and checkpoints the hosts share
 
 
 @dataclass

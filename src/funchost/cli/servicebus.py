@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from funchost.cli.common import Progress, report_errors
+from funchost.cli.common import Progress, add_backend_options, apply_backend_options, report_errors
 from funchost.clock import SystemClock
 from funchost.errors import ConfigError
 from funchost.servicebus.namespaces import (
@@ -39,6 +39,7 @@ def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--connection", default=None, metavar="SETTING",
                         help=f"connection setting name (default {DEFAULT_CONNECTION}; absent = embedded)")
     parser.add_argument("--output", choices=("text", "json"), default="text")
+    add_backend_options(parser)  # --storage postgres: the namespaces the hosts share on the server
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -92,10 +93,11 @@ Action = Callable[[argparse.Namespace, ServiceBusNamespace], Awaitable[int]]
 
 def _run(args: argparse.Namespace, action: Action) -> int:
     async def main() -> int:
+        apply_backend_options(args)
         app_dir = Path(args.app).resolve()
         data_dir = Path(args.data).resolve() if args.data else app_dir / ".funchost"
         settings = AppSettings(exported_settings(load_local_settings(app_dir), None))
-        storage = open_storage("embedded", data_dir, settings, SystemClock())
+        storage = open_storage(args.storage, data_dir, settings, SystemClock())
         namespace = open_namespace(resolve_connection(args.connection, settings), storage, app_dir, settings)
         try:
             return await action(args, namespace)

@@ -1,0 +1,182 @@
+"""Service Bus and Event Hubs across machines: two `funchost start --storage postgres` processes
+with separate data folders on one PostgreSQL schema (they share nothing but the server). The app
+records each message and event it handles in a table on the same server; messages and events are
+sent by a third process, the CLI with `--storage postgres` and a data folder of its own.
+
+* Service Bus: 200 messages on one queue, each handled exactly once (delivery count 1), both
+  hosts working.
+* Event Hubs: the four partitions split 2/2 between the hosts, 200 events each handled once by
+  the owner of its partition; after a SIGKILL of one host the other takes its partitions over
+  and every event sent after the kill is handled (nothing lost).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from tests.acceptance.support import RunningHost, run_cli, start_funchost, stop_funchost, wait_until
+
+pytestmark = [pytest.mark.acceptance, pytest.mark.postgres]
+
+MESSAGES = 200
+EVENTS = 200
+RECORD = '''
+import os
+import threading
+import time
+
+import azure.functions as func
+import psycopg
+
+app = func.FunctionApp()
+_lock = threading.Lock()
+_conn = None
+
+
+def _record(kind, body, count):
+    global _conn
+    with _lock:
+        if _conn is None or _conn.closed or _conn.broken:
+            _conn = psycopg.connect(os.environ["FUNCHOST_POSTGRES"], autocommit=True)
+        _conn.execute("INSERT INTO " + os.environ["RECORD_TABLE"] + "(kind, body, pid, count)"
+                      " VALUES (%s, %s, %s, %s)", (kind, body, os.getpid(), count))
+'''
+SERVICEBUS_APP = RECORD + '''
+
+@app.service_bus_queue_trigger(arg_name="msg", queue_name="work", connection="ServiceBusConnection")
+def work(msg: func.ServiceBusMessage) -> None:
+    time.sleep(float(os.environ.get("WORK_SECONDS", "0.02")))
+    _record("sb", msg.get_body().decode("utf-8"), msg.delivery_count)
+'''
+EVENTHUBS_APP = RECORD + '''
+
+@app.event_hub_message_trigger(arg_name="event", event_hub_name="shared", connection="EventHubs")
+def work(event: func.EventHubEvent) -> None:
+    _record("eh", event.get_body().decode("utf-8"), 0)
+'''
+CONFIG = {"UserConfig": {"Namespaces": [{"Name": "sbemulatorns", "Queues": [
+    {"Name": "work", "Properties": {"LockDuration": "PT1M", "MaxDeliveryCount": 10}}], "Topics": []}]}}
+SERVICEBUS_HOST = {"version": "2.0", "extensions": {"serviceBus": {"maxConcurrentCalls": 8}}}
+EVENTHUBS_HOST = {"version": "2.0", "extensions": {"eventHubs": {
+    "loadBalancingUpdateInterval": "00:00:01", "partitionOwnershipExpirationInterval": "00:00:06"}}}
+HOST_ARGS = ("--storage", "postgres", "--no-storage-endpoints", "--no-amqp")
+
+
+def make_app(tmp_path: Path, code: str, host_json: dict[str, object], config: dict[str, object] | None) -> Path:
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "function_app.py").write_text(code)
+    (app / "host.json").write_text(json.dumps(host_json))
+    (app / "local.settings.json").write_text(json.dumps({"Values": {"FUNCTIONS_WORKER_RUNTIME": "python"}}))
+    if config is not None:
+        (app / "Config.json").write_text(json.dumps(config))
+    return app
+
+
+def prepare(dsn: str, schema: str) -> tuple[str, dict[str, str]]:
+    import psycopg
+
+    table = f"{schema}.handled"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        conn.execute(f"CREATE TABLE {table} (kind text, body text, pid int, count int)")
+    return table, {"FUNCHOST_POSTGRES": dsn, "FUNCHOST_POSTGRES_SCHEMA": schema, "RECORD_TABLE": table}
+
+
+def handled(dsn: str, table: str) -> list[tuple[str, int, int]]:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return [tuple(r) for r in conn.execute(f"SELECT body, pid, count FROM {table}")]  # type: ignore[misc]
+
+
+def start_hosts(app: Path, tmp_path: Path, env: dict[str, str]) -> list[RunningHost]:
+    return [start_funchost(app, *HOST_ARGS, data_dir=tmp_path / name, env=env) for name in ("data-a", "data-b")]
+
+
+def cli(app: Path, tmp_path: Path, env: dict[str, str], *args: str) -> str:
+    """A command run on a third machine: the CLI with a data folder of its own."""
+    return run_cli(*args, "--storage", "postgres", "--app", str(app), "--data", str(tmp_path / "sender"), env=env)
+
+
+def test_servicebus_messages_each_handled_once_by_two_hosts(tmp_path: Path, postgres_dsn: str,
+                                                           postgres_schema: str) -> None:
+    table, env = prepare(postgres_dsn, postgres_schema)
+    app = make_app(tmp_path, SERVICEBUS_APP, SERVICEBUS_HOST, CONFIG)
+    hosts = start_hosts(app, tmp_path, env)
+    try:
+        bodies = [f"m{i:03d}" for i in range(MESSAGES)]
+        (tmp_path / "bodies.txt").write_text("\n".join(bodies) + "\n")
+        cli(app, tmp_path, env, "servicebus", "send", "work", "--file", str(tmp_path / "bodies.txt"))
+        wait_until(lambda: len(handled(postgres_dsn, table)) >= MESSAGES, "every message handled", 60, hosts)
+        for host in hosts:  # a second look: nothing runs again
+            host.wait_for_output("no such line", timeout=1)
+        found = handled(postgres_dsn, table)
+        counts = Counter(body for body, _, _ in found)
+        assert sorted(counts) == bodies and set(counts.values()) == {1}
+        assert {count for _, _, count in found} == {1}  # no lock lapsed, nothing delivered twice
+        by_host = Counter(pid for _, pid, _ in found)
+        assert set(by_host) == {host.process.pid for host in hosts}, by_host  # both hosts worked
+        print(f"messages per host: {sorted(by_host.values())}")
+        listing = [json.loads(line) for line in cli(app, tmp_path, env, "servicebus", "list", "--output",
+                                                     "json").splitlines()]
+        assert [(row["path"], row["active"], row["deadLetter"]) for row in listing] == [("work", 0, 0)]
+        assert not list(tmp_path.rglob("sbemulatorns.db"))  # nothing of the namespace in a data folder
+    finally:
+        outputs = [stop_funchost(host) for host in hosts]
+    for code, output in outputs:
+        assert code == 0, output
+
+
+def test_eventhubs_partitions_shared_by_two_hosts_and_taken_over_after_a_kill(
+        tmp_path: Path, postgres_dsn: str, postgres_schema: str) -> None:
+    table, env = prepare(postgres_dsn, postgres_schema)
+    app = make_app(tmp_path, EVENTHUBS_APP, EVENTHUBS_HOST, None)
+
+    def owners() -> list[str]:
+        rows = json.loads(cli(app, tmp_path, env, "eventhubs", "checkpoints", "shared", "--output",
+                              "json"))["partitions"]
+        return [row["owner"] or "" for row in rows]
+
+    def send(prefix: str, count: int) -> set[str]:
+        """`count` events, one batch per partition; the partition key names the partition."""
+        bodies = [f"{prefix}{i:03d}" for i in range(count)]
+        for partition in range(4):
+            (tmp_path / "chunk.txt").write_text("\n".join(bodies[partition::4]))
+            cli(app, tmp_path, env, "eventhubs", "send", "shared", "--file", str(tmp_path / "chunk.txt"),
+                "--partition-id", str(partition))
+        return set(bodies)
+
+    def bodies_seen() -> set[str]:
+        return {body for body, _, _ in handled(postgres_dsn, table)}
+
+    hosts = start_hosts(app, tmp_path, env)
+    try:
+        wait_until(lambda: sorted(owners().count(o) for o in set(owners())) == [2, 2] and "" not in owners(),
+                   "the partitions to split 2/2", 40, hosts)
+        first = send("a", EVENTS)
+        wait_until(lambda: first <= bodies_seen(), f"the first {EVENTS} events", 40, hosts)
+        found = handled(postgres_dsn, table)
+        counts = Counter(body for body, _, _ in found)
+        assert set(counts) == first and set(counts.values()) == {1}  # each once
+        assert {pid for _, pid, _ in found} == {host.process.pid for host in hosts}  # partitions shared
+
+        victim, survivor = hosts
+        victim.process.send_signal(signal.SIGKILL)
+        victim.process.wait(timeout=10)
+        second = send("b", 40)
+        wait_until(lambda: len(set(owners())) == 1 and "" not in owners(), "the survivor to own all 4", 40,
+                   [survivor])
+        wait_until(lambda: second <= bodies_seen(), "every event sent after the kill", 40, [survivor])
+        assert {pid for body, pid, _ in handled(postgres_dsn, table) if body.startswith("b")} \
+            == {survivor.process.pid}
+        assert first | second <= bodies_seen()  # nothing lost
+        assert not list(tmp_path.rglob("eventhubs.db"))  # nothing of the namespace in a data folder
+    finally:
+        for host in hosts:
+            if host.process.poll() is None:
+                stop_funchost(host)
