@@ -1,4 +1,5 @@
-"""The unmodified azure-eventhub client against funchost's AMQP endpoint (embedded broker)."""
+"""The unmodified azure-eventhub client against funchost's AMQP endpoint (the embedded broker on
+SQLite, and on PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ from typing import Any
 
 import pytest
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
-from tests.support.amqp import ServedAmqp, serve_amqp
+from tests.support.amqp import SERVED_BACKENDS, ServedAmqp, serve_amqp, served_settings
 
 WAIT = 60
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[ServedAmqp]:
-    with serve_amqp(tmp_path) as served:
+@pytest.fixture(params=SERVED_BACKENDS)
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServedAmqp]:
+    with serve_amqp(tmp_path, settings=served_settings(request.param, request), backend=request.param) as served:
         yield served
 
 

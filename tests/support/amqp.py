@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from funchost.amqp.server import AmqpEndpoint, AmqpSettings
 from funchost.amqp.service import build_endpoint
 from funchost.clock import SystemClock
@@ -43,8 +45,8 @@ class ServedAmqp:
 
 
 @contextmanager
-def serve_amqp(root: Path, *, settings: dict[str, str] | None = None, max_connections: int = 1000
-               ) -> Iterator[ServedAmqp]:
+def serve_amqp(root: Path, *, settings: dict[str, str] | None = None, max_connections: int = 1000,
+               backend: str = "embedded") -> Iterator[ServedAmqp]:
     app_dir, data_dir = root / "app", root / "data"
     app_dir.mkdir(parents=True, exist_ok=True)
     loop = asyncio.new_event_loop()
@@ -55,7 +57,7 @@ def serve_amqp(root: Path, *, settings: dict[str, str] | None = None, max_connec
     signals.bind_loop(loop)
 
     async def start() -> ServedAmqp:
-        storage = open_storage("embedded", data_dir, app_settings, SystemClock(), signals=signals)
+        storage = open_storage(backend, data_dir, app_settings, SystemClock(), signals=signals)
         endpoint = build_endpoint(storage, app_dir, app_settings, signals, data_dir,
                                   AmqpSettings("127.0.0.1", 0, max_connections))
         await endpoint.start()
@@ -73,3 +75,16 @@ def serve_amqp(root: Path, *, settings: dict[str, str] | None = None, max_connec
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
+
+
+def served_settings(kind: str, request: pytest.FixtureRequest) -> dict[str, str]:
+    """The settings of an endpoint over `kind` storage: for "postgres", the session's server and a
+    fresh schema (the brokers' namespaces on PostgreSQL)."""
+    if kind != "postgres":
+        return {}
+    return {"FUNCHOST_POSTGRES": request.getfixturevalue("postgres_dsn"),
+            "FUNCHOST_POSTGRES_SCHEMA": request.getfixturevalue("postgres_schema")}
+
+
+# The storage an endpoint's brokers run on in the client suites.
+SERVED_BACKENDS = ["embedded", pytest.param("postgres", marks=pytest.mark.postgres)]

@@ -125,13 +125,14 @@ def resolve_connection(name: str | None, settings: AppSettings) -> MessagingConn
         missing="Microsoft Azure WebJobs SDK ServiceBus connection string '{setting}' is missing or empty.")
 
 
-def announce(connection: MessagingConnection, owner: object, data_dir: Path) -> None:
-    """Say once per host and setting that an absent setting means the embedded broker."""
+def announce(connection: MessagingConnection, owner: object, data_dir: Path, where: str | None = None) -> None:
+    """Say once per host and setting that an absent setting means the embedded broker (in the data
+    folder, or `where` it is kept instead)."""
     key = (id(owner), connection.setting_name.lower())
     if connection.embedded_reason == EMBEDDED_ABSENT and key not in _announced:
         _announced.add(key)
         log.info("Service Bus connection setting '%s' is not set: using the embedded Service Bus in '%s'",
-                 connection.setting_name, data_dir / "servicebus")
+                 connection.setting_name, where or data_dir / "servicebus")
 
 
 def open_namespace(connection: MessagingConnection, storage: HostStorage, app_dir: Path, settings: AppSettings

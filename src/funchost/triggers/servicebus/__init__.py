@@ -127,7 +127,8 @@ class ServiceBusTriggerSupport:
         retries, as for any listener."""
         trigger = function.trigger
         connection = resolve_connection(trigger.get("connection"), runtime.settings)
-        announce(connection, runtime, runtime.data_dir)
+        shared = "the PostgreSQL server (--storage postgres)" if runtime.storage.kind == "postgres" else None
+        announce(connection, runtime, runtime.data_dir, shared)
         namespace = open_namespace(connection, runtime.storage, runtime.app_dir, runtime.settings)
         options = servicebus_options(runtime)
         auto_complete = _flag(function, "autoCompleteMessages", options.auto_complete_messages)
