@@ -6,7 +6,8 @@ Each namespace has a schema of its own, `<schema>__sb__<namespace>`, as each emb
 has a file of its own, so the broker's statements run unchanged with that schema on the search
 path. Message ids come from an identity column (never reused, as SQLite's AUTOINCREMENT);
 sequence numbers from each entity's `next_seq`, given out under the namespace's write lock, so
-they follow commit order without gaps.
+they follow commit order without gaps. Every receive rewrites a message row and every
+completion deletes one, so `messages` gets the queue table's aggressive autovacuum settings.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ CREATE TABLE messages (
     dead_letter_reason text,
     dead_letter_description text,
     dead_letter_source text
-);
+) WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_cost_limit = 2000,
+        autovacuum_vacuum_insert_scale_factor = 0.05);
 CREATE INDEX messages_ready ON messages (entity, dlq, seq) WHERE locked_until IS NULL;
 CREATE INDEX messages_locked ON messages (entity, locked_until) WHERE locked_until IS NOT NULL;
 CREATE INDEX messages_expiry ON messages (entity, expires_at) WHERE expires_at IS NOT NULL AND dlq = 0;
