@@ -8,17 +8,34 @@ sent by a third process, the CLI with `--storage postgres` and a data folder of 
 * Event Hubs: the four partitions split 2/2 between the hosts, 200 events each handled once by
   the owner of its partition; after a SIGKILL of one host the other takes its partitions over
   and every event sent after the kill is handled (nothing lost).
+* The AMQP endpoint: the SDK clients send through one machine's `funchost amqp serve --storage
+  postgres` and receive through another's.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
+import sys
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from tests.acceptance.support import RunningHost, run_cli, start_funchost, stop_funchost, wait_until
+from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
+from tests.acceptance.support import (
+    CLI,
+    RunningHost,
+    free_port,
+    run_cli,
+    start_funchost,
+    stop_funchost,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.postgres]
 
@@ -180,3 +197,69 @@ def test_eventhubs_partitions_shared_by_two_hosts_and_taken_over_after_a_kill(
         for host in hosts:
             if host.process.poll() is None:
                 stop_funchost(host)
+
+
+def serve_amqp(tmp_path: Path, name: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], int]:
+    """`funchost amqp serve --storage postgres` of one machine (a data folder of its own)."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-c", CLI, "amqp", "serve", "--storage", "postgres", "--data", str(tmp_path / name),
+         "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, **env})
+    seen, deadline = "", time.monotonic() + 30
+    assert process.stdout is not None
+    while time.monotonic() < deadline and "Press Ctrl+C" not in seen:
+        line = process.stdout.readline()
+        if not line:
+            break
+        seen += line
+    assert "Press Ctrl+C" in seen, seen
+    return process, port
+
+
+def emulator(port: int) -> str:
+    return (f"Endpoint=sb://localhost:{port};SharedAccessKeyName=RootManageSharedAccessKey;"
+            "SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;")
+
+
+def test_sdk_clients_send_through_one_machines_endpoint_and_receive_through_anothers(
+        tmp_path: Path, postgres_dsn: str, postgres_schema: str) -> None:
+    env = {"FUNCHOST_POSTGRES": postgres_dsn, "FUNCHOST_POSTGRES_SCHEMA": postgres_schema}
+    (first, one), (second, two) = serve_amqp(tmp_path, "one", env), serve_amqp(tmp_path, "two", env)
+    try:
+        with ServiceBusClient.from_connection_string(emulator(one)) as client:
+            with client.get_queue_sender("q") as sender:
+                sender.send_messages([ServiceBusMessage(f"m{i}") for i in range(5)])
+        with ServiceBusClient.from_connection_string(emulator(two)) as client:
+            with client.get_queue_receiver("q", max_wait_time=10) as receiver:
+                received = []
+                while len(received) < 5 and (batch := receiver.receive_messages(max_message_count=5,
+                                                                                 max_wait_time=10)):
+                    for message in batch:
+                        receiver.complete_message(message)
+                    received += [str(m) for m in batch]
+        assert received == [f"m{i}" for i in range(5)]
+
+        with EventHubProducerClient.from_connection_string(emulator(one), eventhub_name="hub") as producer:
+            batch = producer.create_batch(partition_id="0")
+            for i in range(3):
+                batch.add(EventData(f"e{i}"))
+            producer.send_batch(batch)
+        events: list[str] = []
+        with EventHubConsumerClient.from_connection_string(emulator(two), "$Default",
+                                                           eventhub_name="hub") as consumer:
+            def on_event(context: object, event: EventData | None) -> None:
+                if event is not None:
+                    events.append(event.body_as_str())
+                if len(events) >= 3:
+                    consumer.close()
+
+            stop = threading.Timer(30, consumer.close)  # a bound on the wait, should the events never come
+            stop.start()
+            consumer.receive(on_event, partition_id="0", starting_position="-1", max_wait_time=2)
+            stop.cancel()
+        assert events == ["e0", "e1", "e2"]
+    finally:
+        for process in (first, second):
+            process.terminate()
+            process.wait(30)

@@ -2,7 +2,8 @@
 `--amqp-port` / `--no-amqp` options.
 
 For scripts and other apps using the Service Bus and Event Hubs SDKs without a function app; a
-`funchost start` on the same data folder shares the brokers (and the port).
+`funchost start` on the same data folder shares the brokers (and the port), and with
+`--storage postgres` every host on the same server does.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from funchost.cli.common import run_server, serve_until_stopped
+from funchost.cli.common import add_backend_options, apply_backend_options, run_server, serve_until_stopped
 from funchost.errors import FunchostError
 from funchost.settings.local_settings import load_local_settings
 
@@ -62,6 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                        help="folder with the emulators' Config.json files, if any (default .)")
     serve.add_argument("--port", type=int, default=5672, help="port (default 5672; 0 picks a free port)")
     serve.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    add_backend_options(serve, ("embedded", "postgres"))  # postgres: the brokers the hosts share on the server
     serve.set_defaults(handler=run_serve)
     parser.set_defaults(handler=lambda args: (parser.print_help(), 2)[1])
 
@@ -78,12 +80,14 @@ async def _serve(args: argparse.Namespace) -> int:
     from funchost.settings.app_settings import AppSettings
     from funchost.storage.host_storage import open_storage
 
+    apply_backend_options(args)
     data, app = Path(args.data).resolve(), Path(args.app).resolve()
-    settings = AppSettings({}, environ={})
+    # The server of --storage postgres comes from --postgres or the environment; nothing else does.
+    settings = AppSettings({}, environ={} if args.storage == "embedded" else None)
     signals = Signals()
     signals.bind_loop(asyncio.get_running_loop())
     # No host in this process: listeners of a `funchost start` elsewhere find new messages by polling.
-    storage = open_storage("embedded", data, settings, SystemClock(), signals=signals)
+    storage = open_storage(args.storage, data, settings, SystemClock(), signals=signals)
     endpoint = build_endpoint(storage, app, settings, signals, data, AmqpSettings(args.bind, args.port))
     return await serve_until_stopped(endpoint, storage, f"funchost AMQP endpoint (data: {data})",
                                      lambda: "Press Ctrl+C to stop.")
