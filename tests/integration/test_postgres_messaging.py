@@ -112,3 +112,28 @@ async def test_concurrent_sends_from_two_hosts_number_one_partition_without_gaps
         assert await a.read("log", "0", EventPosition.earliest(), 10) == []
     finally:
         await open_host.close()
+
+
+async def test_an_idle_receiver_polls_without_waiting_for_the_namespace_lock(open_host, postgres_dsn: str,
+                                                                           postgres_schema: str) -> None:
+    import psycopg
+
+    from funchost.storage.postgres.scoped import LOCK_NAMESPACE
+    from funchost.storage.postgres.servicebus_schema import namespace_schema
+
+    broker = open_host("one").servicebus("sbemulatorns")
+    try:
+        await broker.create_queue("quiet")
+        assert await broker.receive("quiet") == []  # idle from now on
+        with psycopg.connect(postgres_dsn) as holder:  # another host, stuck inside a write of the namespace
+            holder.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+                           (LOCK_NAMESPACE, namespace_schema(postgres_schema, "sbemulatorns")))
+            started = asyncio.get_running_loop().time()
+            for _ in range(5):
+                assert await broker.receive("quiet") == []
+            assert asyncio.get_running_loop().time() - started < 1.0
+            holder.rollback()
+        await broker.send("quiet", [OutgoingMessage(b"now")])
+        assert [m.body for m in await broker.receive("quiet")] == [b"now"]  # a due message takes the lock
+    finally:
+        await open_host.close()

@@ -43,6 +43,7 @@ from funchost.storage.servicebussql.sessions import SessionOperations
 from funchost.storage.servicebussql.store import (
     MAX_DELIVERY_DESCRIPTION,
     Entity,
+    anything_due,
     check_size,
     dead_letter,
     load_entity,
@@ -68,6 +69,7 @@ class SqlServiceBusBroker(SessionOperations):
         self._db = db
         self._writes: WriteGroup[Conn] = WriteGroup(db)
         self._dedup_counter = [0]
+        self._idle: set[str] = set()  # paths whose last receive found nothing
 
     def _now(self) -> float:
         return self._clock.now().timestamp()
@@ -231,7 +233,23 @@ class SqlServiceBusBroker(SessionOperations):
             rows.sort(key=lambda r: r["seq"])
             return [received_from_row(r) for r in rows]
 
-        return await self._writes.run(op)
+        if session is None and path in self._idle and not await self._db.read(
+                lambda conn: self._due(conn, name, dlq, now)):
+            return []
+        received = await self._writes.run(op)
+        if received:
+            self._idle.discard(path)
+        else:
+            self._idle.add(path)
+        return received
+
+    @staticmethod
+    def _due(conn: Conn, name: str, dlq: bool, now: float) -> bool:
+        """An idle receiver's poll: a snapshot read, no write lock (which, on PostgreSQL, every
+        host's sends and receives of the namespace take in turn). A session entity always takes
+        the write path, which refuses a receive without an accepted session."""
+        entity = load_entity(conn, name, kinds=("queue", "subscription"))
+        return (entity.properties.requires_session and not dlq) or anything_due(conn, entity, dlq, now)
 
     async def receive_and_delete(self, path: str, max_messages: int = 1) -> list[ReceivedMessage]:
         name, dlq = split_dead_letter(path)

@@ -168,6 +168,22 @@ def sweep(conn: Conn, entity: Entity, now: float) -> None:
             conn.execute("DELETE FROM messages WHERE id = ?", (row["id"],))
 
 
+def anything_due(conn: Conn, entity: Entity, dlq: bool, now: float) -> bool:
+    """Whether a receive of this (sub-)queue now would lock a message or change any state: a
+    message ready, or a transition the sweep would apply. Read-only, so an idle receiver can ask
+    without taking the namespace's write lock; each EXISTS follows one of the partial indexes."""
+    row = conn.execute(
+        "SELECT CASE WHEN EXISTS (SELECT 1 FROM messages WHERE entity = ? AND dlq = ? AND locked_until IS NULL"
+        "  AND state IN ('active', 'scheduled') AND visible_at <= ? AND (dlq = 1 OR expires_at IS NULL"
+        "  OR expires_at > ?))"
+        " OR EXISTS (SELECT 1 FROM messages WHERE entity = ? AND locked_until IS NOT NULL AND locked_until <= ?)"
+        " OR EXISTS (SELECT 1 FROM messages WHERE entity = ? AND dlq = 0 AND expires_at IS NOT NULL"
+        "  AND expires_at <= ? AND locked_until IS NULL AND state != 'deferred')"
+        " THEN 1 ELSE 0 END AS due",
+        (entity.key, int(dlq), now, now, entity.key, now, entity.key, now)).fetchone()
+    return bool(row["due"])
+
+
 def dead_letter(conn: Conn, entity: Entity, row_id: int, now: float, reason: str | None,
                 description: str | None) -> None:
     """Move a message to the entity's `$deadletterqueue` (or forward it where configured).
