@@ -4,7 +4,8 @@ records each message and event it handles in a table on the same server; message
 sent by a third process, the CLI with `--storage postgres` and a data folder of its own.
 
 * Service Bus: 200 messages on one queue, each handled exactly once (delivery count 1), both
-  hosts working.
+  hosts working; a host killed (SIGKILL) mid-drain loses none: the messages it held locked come
+  back when their lock lapses by the server's clock, and the survivor handles them.
 * Event Hubs: the four partitions split 2/2 between the hosts, 200 events each handled once by
   the owner of its partition; after a SIGKILL of one host the other takes its partitions over
   and every event sent after the kill is handled (nothing lost).
@@ -75,8 +76,12 @@ EVENTHUBS_APP = RECORD + '''
 def work(event: func.EventHubEvent) -> None:
     _record("eh", event.get_body().decode("utf-8"), 0)
 '''
-CONFIG = {"UserConfig": {"Namespaces": [{"Name": "sbemulatorns", "Queues": [
-    {"Name": "work", "Properties": {"LockDuration": "PT1M", "MaxDeliveryCount": 10}}], "Topics": []}]}}
+def config(lock: str) -> dict[str, object]:
+    return {"UserConfig": {"Namespaces": [{"Name": "sbemulatorns", "Queues": [
+        {"Name": "work", "Properties": {"LockDuration": lock, "MaxDeliveryCount": 10}}], "Topics": []}]}}
+
+
+CONFIG = config("PT1M")
 SERVICEBUS_HOST = {"version": "2.0", "extensions": {"serviceBus": {"maxConcurrentCalls": 8}}}
 EVENTHUBS_HOST = {"version": "2.0", "extensions": {"eventHubs": {
     "loadBalancingUpdateInterval": "00:00:01", "partitionOwnershipExpirationInterval": "00:00:06"}}}
@@ -120,6 +125,13 @@ def cli(app: Path, tmp_path: Path, env: dict[str, str], *args: str) -> str:
     return run_cli(*args, "--storage", "postgres", "--app", str(app), "--data", str(tmp_path / "sender"), env=env)
 
 
+def queue_counts(app: Path, tmp_path: Path, env: dict[str, str]) -> list[tuple[str, int, int]]:
+    """(entity, active, dead-lettered) as `funchost servicebus list` on a third machine shows them."""
+    rows = [json.loads(line) for line in cli(app, tmp_path, env, "servicebus", "list", "--output",
+                                             "json").splitlines()]
+    return [(row["path"], row["active"], row["deadLetter"]) for row in rows]
+
+
 def test_servicebus_messages_each_handled_once_by_two_hosts(tmp_path: Path, postgres_dsn: str,
                                                            postgres_schema: str) -> None:
     table, env = prepare(postgres_dsn, postgres_schema)
@@ -139,14 +151,44 @@ def test_servicebus_messages_each_handled_once_by_two_hosts(tmp_path: Path, post
         by_host = Counter(pid for _, pid, _ in found)
         assert set(by_host) == {host.process.pid for host in hosts}, by_host  # both hosts worked
         print(f"messages per host: {sorted(by_host.values())}")
-        listing = [json.loads(line) for line in cli(app, tmp_path, env, "servicebus", "list", "--output",
-                                                     "json").splitlines()]
-        assert [(row["path"], row["active"], row["deadLetter"]) for row in listing] == [("work", 0, 0)]
+        assert queue_counts(app, tmp_path, env) == [("work", 0, 0)]
         assert not list(tmp_path.rglob("sbemulatorns.db"))  # nothing of the namespace in a data folder
     finally:
         outputs = [stop_funchost(host) for host in hosts]
     for code, output in outputs:
         assert code == 0, output
+
+
+def test_servicebus_host_killed_mid_drain_loses_no_message(tmp_path: Path, postgres_dsn: str,
+                                                         postgres_schema: str) -> None:
+    table, env = prepare(postgres_dsn, postgres_schema)
+    env["WORK_SECONDS"] = "0.2"  # slow enough that the victim holds locked messages when it dies
+    app = make_app(tmp_path, SERVICEBUS_APP, SERVICEBUS_HOST, config("PT5S"))
+    hosts = start_hosts(app, tmp_path, env)
+    victim, survivor = hosts
+    bodies = [f"k{i:03d}" for i in range(120)]
+    try:
+        (tmp_path / "bodies.txt").write_text("\n".join(bodies) + "\n")
+        cli(app, tmp_path, env, "servicebus", "send", "work", "--file", str(tmp_path / "bodies.txt"))
+        wait_until(lambda: sum(pid == victim.process.pid for _, pid, _ in handled(postgres_dsn, table)) >= 10,
+                   "the victim to be busy", 30, hosts)
+        victim.process.send_signal(signal.SIGKILL)  # mid-invocation: no settlement, no release
+        victim.process.wait(timeout=10)
+        wait_until(lambda: {body for body, _, _ in handled(postgres_dsn, table)} >= set(bodies),
+                   "every message handled", 60, [survivor])
+        found = handled(postgres_dsn, table)
+        again = [body for body, pid, count in found if count > 1]
+        assert again, "the kill interrupted no invocation"
+        assert all(pid == survivor.process.pid for body, pid, count in found if count > 1)
+        assert len(again) <= 8, again  # at most what the victim held (maxConcurrentCalls 8)
+        wait_until(lambda: queue_counts(app, tmp_path, env) == [("work", 0, 0)], "the queue to be empty", 20,
+                   [survivor])
+        print(f"{len(again)} messages delivered again after the kill")
+    finally:
+        if victim.process.poll() is None:
+            victim.process.kill()
+        code, output = stop_funchost(survivor)
+    assert code == 0, output
 
 
 def test_eventhubs_partitions_shared_by_two_hosts_and_taken_over_after_a_kill(
