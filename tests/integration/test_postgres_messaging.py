@@ -13,10 +13,16 @@ from pathlib import Path
 import pytest
 
 from funchost.clock import Clock, SystemClock
+from funchost.errors import InvalidInput
 from funchost.settings.app_settings import AppSettings
 from funchost.storage.eventhubs import EventPosition, EventToSend
 from funchost.storage.host_storage import HostStorage, open_storage
-from funchost.storage.servicebus import EntityProperties, OutgoingMessage, SessionCannotBeLocked
+from funchost.storage.servicebus import (
+    EntityProperties,
+    InvalidServiceBusInput,
+    OutgoingMessage,
+    SessionCannotBeLocked,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -135,5 +141,36 @@ async def test_an_idle_receiver_polls_without_waiting_for_the_namespace_lock(ope
             holder.rollback()
         await broker.send("quiet", [OutgoingMessage(b"now")])
         assert [m.body for m in await broker.receive("quiet")] == [b"now"]  # a due message takes the lock
+    finally:
+        await open_host.close()
+
+
+async def test_a_nul_character_is_refused_with_400_and_nothing_is_written(open_host) -> None:
+    storage = open_host("one")
+    broker, hubs = storage.servicebus("sbemulatorns"), storage.eventhubs("localhost")
+    try:
+        await broker.create_queue("q")
+        await broker.create_queue("sessions", EntityProperties(requires_session=True))
+        with pytest.raises(InvalidServiceBusInput):
+            await broker.send("sessions", [OutgoingMessage(b"x", session_id="a\x00b")])
+        with pytest.raises(InvalidServiceBusInput):
+            await broker.send("q", [OutgoingMessage(b"x", message_id="m\x00")])
+        with pytest.raises(InvalidServiceBusInput):
+            await broker.accept_session("sessions", "a\x00b")
+        with pytest.raises(InvalidServiceBusInput):
+            await broker.complete("q", "token\x00")
+        assert [await broker.send("q", [OutgoingMessage(b"ok")])] == [[1]]  # no sequence number was used up
+        [held] = await broker.receive("q")
+        with pytest.raises(InvalidServiceBusInput):
+            await broker.dead_letter("q", held.lock_token, "reason\x00")
+        await broker.complete("q", held.lock_token)  # the lock was left as it was
+
+        await hubs.create_hub("h", partition_count=1)
+        with pytest.raises(InvalidInput):
+            await hubs.send("h", [EventToSend(b"e")], partition_key="k\x00")
+        with pytest.raises(InvalidInput):
+            await hubs.send("h", [EventToSend(b"e", message_id="id\x00")])
+        [sent] = await hubs.send("h", [EventToSend(b"e")])
+        assert sent.sequence_number == 0  # the refused sends left nothing behind
     finally:
         await open_host.close()
