@@ -40,7 +40,7 @@ from funchost.storage.tables import TableService
 T = TypeVar("T")
 
 # Services still kept in the data folder with --storage postgres (what the banner lists as local).
-LOCAL = ("tables", "documents", "durable", "servicebus", "eventhubs", "invocation history")
+LOCAL = ("tables", "documents", "servicebus", "eventhubs", "invocation history")
 # The in-process topic kind (`runtime.signals`) of each service whose wake-ups other hosts need
 # once the service is on the server (queues wake through their port, `Wakeups.touch`).
 RELAYED_TOPICS = {"durable": "durable", "servicebus": "servicebus", "eventhubs": "eventhub", "documents": "documents"}
@@ -157,7 +157,11 @@ class PostgresStorage:
         return self._local().eventhubs(namespace)
 
     def task_hub(self, name: str, connection: str | None = None) -> TaskHub:
-        return self._local().task_hub(name, connection)
+        from funchost.storage.postgres.durable import PostgresTaskHub
+
+        account, database = self.connection(connection, "queue").account_name, self.database
+        return self._service(f"durable:{account}:{name.lower()}",
+                             lambda: PostgresTaskHub(database, account, name, self.clock))
 
     def invocation_history(self) -> InvocationHistoryStore:
         return self._local().invocation_history()
