@@ -45,6 +45,7 @@ from funchost.storage.durable import (
 from funchost.storage.postgres import durable_schema as schema
 from funchost.storage.postgres import durable_sql as sql
 from funchost.storage.postgres.db import PgDatabase, server_time
+from funchost.storage.postgres.durable_group import Completion, CompletionGroup
 
 
 def _time(value: float) -> datetime:
@@ -72,7 +73,9 @@ class PostgresTaskHub:
         self._manual = server_time(clock) is not None  # a ManualClock: the callers' `now` is the time
         self._clock = clock
         self._hub: int | None = None
+        self._next_due: dict[str, float | None] = {}  # by kind, from the last poll that took nothing
         self._ready_lock = asyncio.Lock()
+        self._completions = CompletionGroup(self._complete)
 
     async def create_if_not_exists(self) -> None:
         await self._hub_id()
@@ -90,7 +93,7 @@ class PostgresTaskHub:
         if ready:
             args["h"] = await self._hub_id()
         async with self._database.connection() as conn:
-            cursor = await conn.execute(statement, args)
+            cursor = await conn.execute(statement, args, prepare=True)
             return list(await cursor.fetchall()) if cursor.description else []
 
     async def _value(self, statement: str, args: dict[str, Any]) -> Any:
@@ -163,7 +166,11 @@ class PostgresTaskHub:
         rows = await self._rows(sql.LOCK, {**self._times(now), "k": kind, "owner": owner, "lease": lease,
                                            "limit": limit, "scan": 4 * limit + 16, "batch": batch,
                                            "history": kind == ORCHESTRATION})
-        return [_work_item(row, now + lease) for row in rows]
+        items = [_work_item(row, now + lease) for row in rows if row[0] is not None]
+        if not items:
+            due = rows[0][-1] if rows else None
+            self._next_due[kind] = None if due is None else float(due)
+        return items
 
     async def commit(self, item: WorkItem, commit: Commit, *, now: float) -> None:
         if not await self._value(sql.COMMIT, {**self._times(now), **_commit_args(item, commit)}):
@@ -181,9 +188,12 @@ class PostgresTaskHub:
     async def _count(self, statement: str, args: dict[str, Any]) -> int:
         args["h"] = await self._hub_id()
         async with self._database.connection() as conn:
-            return int((await conn.execute(statement, args)).rowcount)
+            return int((await conn.execute(statement, args, prepare=True)).rowcount)
 
     async def next_visible(self, kind: str, *, now: float) -> float | None:
+        """Asked after a poll that took nothing: that poll's answer, read in its statement."""
+        if kind in self._next_due:
+            return self._next_due.pop(kind)
         due = await self._value(sql.NEXT_VISIBLE, {**self._times(now), "k": kind})
         return None if due is None else float(due)
 
@@ -196,10 +206,13 @@ class PostgresTaskHub:
                       key=lambda item: item.id)
 
     async def complete_activity(self, item: ActivityItem, result: Outbound, *, now: float) -> bool:
-        return bool(await self._value(sql.COMPLETE, {
-            **self._times(now), "id": item.id, "token": item.lease_token, "i": result.instance_id,
-            "x": result.execution_id, "ev": json.dumps(result.event), "vis": result.visible_at,
-            "ctl": result.control}))
+        return await self._completions.complete(Completion(item, result, now))
+
+    async def _complete(self, batch: Sequence[Completion]) -> set[int]:
+        done = await self._value(sql.COMPLETE, {
+            **self._times(batch[0].now), "a_ids": [c.item.id for c in batch],
+            "tokens": [c.item.lease_token for c in batch], **_outbound([c.result for c in batch])})
+        return set(done or ())
 
     async def release_activity(self, item: ActivityItem) -> None:
         await self._rows(sql.RELEASE_ACTIVITY, {"id": item.id, "token": item.lease_token})
@@ -215,11 +228,11 @@ class PostgresTaskHub:
         return HubCounts({k: int(v) for k, v in (statuses or {}).items()}, int(inbox), int(activities))
 
     async def aclose(self) -> None:
-        pass  # the backend's database is closed with the backend
+        await self._completions.aclose()  # the backend's database is closed with the backend
 
 
 def _work_item(row: Sequence[Any], lease_expires: float) -> WorkItem:
-    ids, execs, events, visible, shift, history = row[16:22]
+    ids, execs, events, visible, shift, history = row[16:22]  # then the next due time
     messages = [Message(message_id, row[0], execution_id, event, at - shift)
                 for message_id, execution_id, event, at in zip(ids or [], execs or [], json.loads(events or "[]"),
                                                                 visible or [], strict=True)]

@@ -192,20 +192,35 @@ BEGIN
 END $$;
 """
 
-# An activity's result delivered by the holder of its lease (false: the lease was lost).
+# Activities' results, each delivered if its caller still holds the activity's lease; returns the
+# ids delivered (the others' leases were lost). One call completes every activity that finished
+# while the previous call ran (`postgres.durable_group`).
 _COMPLETE = """
-CREATE FUNCTION durable_complete(h integer, p_now float8, p_ref float8, a_id bigint, token text,
-                                 i text, x text, ev text, visible float8, ctl boolean)
-RETURNS boolean LANGUAGE plpgsql AS $$
+CREATE FUNCTION durable_complete(h integer, p_now float8, p_ref float8, a_ids bigint[], tokens text[],
+                                 ids text[], execs text[], events text[], visible float8[], controls boolean[])
+RETURNS bigint[] LANGUAGE plpgsql AS $$
 DECLARE
     v_now float8 := coalesce(p_now, extract(epoch FROM clock_timestamp()));
+    done bigint[];
+    s_ids text[];
+    s_execs text[];
+    s_events text[];
+    s_visible float8[];
+    s_controls boolean[];
 BEGIN
-    DELETE FROM durable_activities WHERE hub_id = h AND id = a_id AND lease_token = token;
-    IF NOT FOUND THEN
-        RETURN false;
+    WITH d AS (DELETE FROM durable_activities a USING unnest(a_ids, tokens) AS c(id, token)
+               WHERE a.hub_id = h AND a.id = c.id AND a.lease_token = c.token RETURNING a.id)
+    SELECT coalesce(array_agg(d.id), '{}') INTO done FROM d;
+    IF cardinality(done) = 0 THEN
+        RETURN done;
     END IF;
-    PERFORM durable_send(h, v_now, v_now - p_ref, ARRAY[i], ARRAY[x], ARRAY[ev], ARRAY[visible], ARRAY[ctl]);
-    RETURN true;
+    SELECT array_agg(r.i ORDER BY r.n), array_agg(r.x ORDER BY r.n), array_agg(r.e ORDER BY r.n),
+           array_agg(r.v ORDER BY r.n), array_agg(r.c ORDER BY r.n)
+    INTO s_ids, s_execs, s_events, s_visible, s_controls
+    FROM (SELECT DISTINCT ON (m.a) m.* FROM unnest(a_ids, ids, execs, events, visible, controls)
+          WITH ORDINALITY AS m(a, i, x, e, v, c, n) WHERE m.a = ANY(done) ORDER BY m.a, m.n) r;
+    PERFORM durable_send(h, v_now, v_now - p_ref, s_ids, s_execs, s_events, s_visible, s_controls);
+    RETURN done;
 END $$;
 """
 

@@ -37,12 +37,14 @@ COMMIT = ("SELECT durable_commit(%(h)s, %(now)s, %(ref)s, %(i)s, %(token)s, %(ke
           "%(a_names)s, %(a_inputs)s, %(n_ids)s, %(n_names)s, %(n_versions)s, %(n_execs)s, %(n_inputs)s, "
           "%(n_started)s, %(n_parents)s, %(n_vis)s)")
 
-COMPLETE = ("SELECT durable_complete(%(h)s, %(now)s, %(ref)s, %(id)s, %(token)s, %(i)s, %(x)s, %(ev)s, %(vis)s, "
-            "%(ctl)s)")
+COMPLETE = ("SELECT durable_complete(%(h)s, %(now)s, %(ref)s, %(a_ids)s, %(tokens)s, %(ids)s, %(execs)s, %(events)s, "
+            "%(vis)s, %(ctl)s)")
 
 # Up to `limit` instances of a kind with visible messages and no live lease, taken under a new
 # token in one statement (rows another host is taking are skipped, not waited for), with their
-# visible messages (control ones only while suspended; at most `batch`) and their history.
+# visible messages (control ones only while suspended; at most `batch`) and their history; and,
+# in the last column of every row (one row of NULLs when nothing was taken), when the kind's next
+# message not yet visible (a timer) comes due, so an idle poll costs one round trip, not two.
 LOCK = f"""{_T},
 ready AS (
     SELECT m.instance_id, min(m.id) AS first_id
@@ -59,17 +61,21 @@ locked AS (
         lease_expires = {NOW} + %(lease)s
     FROM picked WHERE i.hub_id = %(h)s AND i.instance_id = picked.instance_id
     RETURNING {_RETURNED}, i.lease_token, picked.first_id)
-SELECT l.*, m.ids, m.execs, m.events, m.visible, (SELECT shift FROM t),
-    CASE WHEN %(history)s THEN (SELECT '[' || coalesce(string_agg(x.event, ',' ORDER BY x.seq), '') || ']'
-        FROM durable_history x WHERE x.hub_id = %(h)s AND x.instance_id = l.instance_id) END
-FROM locked l CROSS JOIN LATERAL (
-    SELECT array_agg(s.id ORDER BY s.id) AS ids, array_agg(s.execution_id ORDER BY s.id) AS execs,
-        '[' || string_agg(s.event, ',' ORDER BY s.id) || ']' AS events, array_agg(s.visible_at ORDER BY s.id) AS visible
-    FROM (SELECT id, execution_id, event, visible_at FROM durable_inbox m
-          WHERE m.hub_id = %(h)s AND m.instance_id = l.instance_id AND m.visible_at <= {NOW}
-            AND (l.status <> 'Suspended' OR m.control)
-          ORDER BY m.id LIMIT %(batch)s) s) m
-ORDER BY l.first_id"""
+SELECT w.*, (SELECT min(visible_at) FROM durable_inbox WHERE hub_id = %(h)s AND kind = %(k)s
+                AND visible_at > {NOW}) - (SELECT shift FROM t)
+FROM (SELECT 1) one LEFT JOIN (
+    SELECT l.*, m.ids, m.execs, m.events, m.visible, (SELECT shift FROM t),
+        CASE WHEN %(history)s THEN (SELECT '[' || coalesce(string_agg(x.event, ',' ORDER BY x.seq), '') || ']'
+            FROM durable_history x WHERE x.hub_id = %(h)s AND x.instance_id = l.instance_id) END
+    FROM locked l CROSS JOIN LATERAL (
+        SELECT array_agg(s.id ORDER BY s.id) AS ids, array_agg(s.execution_id ORDER BY s.id) AS execs,
+            '[' || string_agg(s.event, ',' ORDER BY s.id) || ']' AS events,
+            array_agg(s.visible_at ORDER BY s.id) AS visible
+        FROM (SELECT id, execution_id, event, visible_at FROM durable_inbox m
+              WHERE m.hub_id = %(h)s AND m.instance_id = l.instance_id AND m.visible_at <= {NOW}
+                AND (l.status <> 'Suspended' OR m.control)
+              ORDER BY m.id LIMIT %(batch)s) s) m) w ON true
+ORDER BY w.first_id"""
 
 RELEASE = ("UPDATE durable_instances SET lease_token = NULL, lease_expires = NULL "
            "WHERE hub_id = %(h)s AND instance_id = %(i)s AND lease_token = %(token)s")
