@@ -164,9 +164,10 @@ class PostgresTaskHub:
     async def lock_instances(self, kind: str, *, owner: str, now: float, lease: float, limit: int,
                              batch: int | None = None) -> list[WorkItem]:
         rows = await self._rows(sql.LOCK, {**self._times(now), "k": kind, "owner": owner, "lease": lease,
-                                           "limit": limit, "scan": 4 * limit + 16, "batch": batch,
+                                           "limit": limit, "batch": batch,
                                            "history": kind == ORCHESTRATION})
-        items = [_work_item(row, now + lease) for row in rows if row[0] is not None]
+        items = sorted((_work_item(row, now + lease) for row in rows if row[0] is not None),
+                       key=lambda item: item.messages[0].id if item.messages else 0)  # oldest message first
         if not items:
             due = rows[0][-1] if rows else None
             self._next_due[kind] = None if due is None else float(due)
@@ -232,7 +233,7 @@ class PostgresTaskHub:
 
 
 def _work_item(row: Sequence[Any], lease_expires: float) -> WorkItem:
-    ids, execs, events, visible, shift, history = row[16:22]  # then the next due time
+    ids, execs, events, visible, shift, history = row[15:21]  # then the next due time
     messages = [Message(message_id, row[0], execution_id, event, at - shift)
                 for message_id, execution_id, event, at in zip(ids or [], execs or [], json.loads(events or "[]"),
                                                                 visible or [], strict=True)]

@@ -208,8 +208,8 @@ DECLARE
     s_visible float8[];
     s_controls boolean[];
 BEGIN
-    WITH d AS (DELETE FROM durable_activities a USING unnest(a_ids, tokens) AS c(id, token)
-               WHERE a.hub_id = h AND a.id = c.id AND a.lease_token = c.token RETURNING a.id)
+    WITH d AS (DELETE FROM durable_activities a WHERE a.hub_id = h AND a.id = ANY(a_ids)
+                 AND a.lease_token = tokens[array_position(a_ids, a.id)] RETURNING a.id)
     SELECT coalesce(array_agg(d.id), '{}') INTO done FROM d;
     IF cardinality(done) = 0 THEN
         RETURN done;

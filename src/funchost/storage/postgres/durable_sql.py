@@ -19,6 +19,8 @@ HUB = ("INSERT INTO durable_hubs (account, name) VALUES (%(a)s, %(n)s) ON CONFLI
 INSTANCE = ("instance_id, kind, name, version, execution_id, status, input, output, custom_status, created_time, "
             "last_updated_time, parent_instance_id, entity_exists, entity_state")
 
+# An instance nobody holds (or whose holder's lease lapsed).
+_FREE = f"(i.lease_expires IS NULL OR i.lease_expires <= {NOW})"
 _RETURNED = ", ".join(f"i.{column}" for column in INSTANCE.split(", "))
 
 GET = f"SELECT {INSTANCE} FROM durable_instances WHERE hub_id = %(h)s AND instance_id = %(i)s"
@@ -47,20 +49,17 @@ COMPLETE = ("SELECT durable_complete(%(h)s, %(now)s, %(ref)s, %(a_ids)s, %(token
 # message not yet visible (a timer) comes due, so an idle poll costs one round trip, not two.
 LOCK = f"""{_T},
 ready AS (
-    SELECT m.instance_id, min(m.id) AS first_id
-    FROM durable_inbox m JOIN durable_instances i ON i.hub_id = m.hub_id AND i.instance_id = m.instance_id
-    WHERE m.hub_id = %(h)s AND m.kind = %(k)s AND m.visible_at <= {NOW} AND i.kind = %(k)s
-      AND (i.lease_expires IS NULL OR i.lease_expires <= {NOW}) AND (i.status <> 'Suspended' OR m.control)
-    GROUP BY m.instance_id ORDER BY first_id LIMIT %(scan)s),
+    SELECT m.instance_id, min(m.id) AS first_id, bool_or(m.control) AS control FROM durable_inbox m
+    WHERE m.hub_id = %(h)s AND m.kind = %(k)s AND m.visible_at <= {NOW} GROUP BY m.instance_id),
 picked AS (
-    SELECT i.instance_id, r.first_id FROM durable_instances i JOIN ready r ON r.instance_id = i.instance_id
-    WHERE i.hub_id = %(h)s AND (i.lease_expires IS NULL OR i.lease_expires <= {NOW})
+    SELECT i.instance_id FROM ready r JOIN durable_instances i ON i.hub_id = %(h)s AND i.instance_id = r.instance_id
+    WHERE {_FREE} AND (i.status <> 'Suspended' OR r.control)
     ORDER BY r.first_id LIMIT %(limit)s FOR UPDATE OF i SKIP LOCKED),
 locked AS (
     UPDATE durable_instances i SET lease_token = %(owner)s || ':' || gen_random_uuid(),
         lease_expires = {NOW} + %(lease)s
-    FROM picked WHERE i.hub_id = %(h)s AND i.instance_id = picked.instance_id
-    RETURNING {_RETURNED}, i.lease_token, picked.first_id)
+    WHERE i.hub_id = %(h)s AND i.instance_id = ANY(ARRAY(SELECT instance_id FROM picked))
+    RETURNING {_RETURNED}, i.lease_token)
 SELECT w.*, (SELECT min(visible_at) FROM durable_inbox WHERE hub_id = %(h)s AND kind = %(k)s
                 AND visible_at > {NOW}) - (SELECT shift FROM t)
 FROM (SELECT 1) one LEFT JOIN (
@@ -74,8 +73,7 @@ FROM (SELECT 1) one LEFT JOIN (
         FROM (SELECT id, execution_id, event, visible_at FROM durable_inbox m
               WHERE m.hub_id = %(h)s AND m.instance_id = l.instance_id AND m.visible_at <= {NOW}
                 AND (l.status <> 'Suspended' OR m.control)
-              ORDER BY m.id LIMIT %(batch)s) s) m) w ON true
-ORDER BY w.first_id"""
+              ORDER BY m.id LIMIT %(batch)s) s) m) w ON true"""
 
 RELEASE = ("UPDATE durable_instances SET lease_token = NULL, lease_expires = NULL "
            "WHERE hub_id = %(h)s AND instance_id = %(i)s AND lease_token = %(token)s")
@@ -92,7 +90,7 @@ picked AS (
     ORDER BY id LIMIT %(limit)s FOR NO KEY UPDATE SKIP LOCKED)
 UPDATE durable_activities a SET lease_token = %(owner)s || ':' || gen_random_uuid(),
     visible_at = {NOW} + %(lease)s, dequeue_count = a.dequeue_count + 1
-FROM picked WHERE a.hub_id = %(h)s AND a.id = picked.id
+WHERE a.hub_id = %(h)s AND a.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING a.id, a.instance_id, a.execution_id, a.task_id, a.name, a.input, a.dequeue_count, a.lease_token"""
 
 RELEASE_ACTIVITY = ("UPDATE durable_activities SET lease_token = NULL, visible_at = ready_at "
