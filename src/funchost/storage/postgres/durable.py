@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -46,6 +47,8 @@ from funchost.storage.postgres import durable_schema as schema
 from funchost.storage.postgres import durable_sql as sql
 from funchost.storage.postgres.db import PgDatabase, server_time
 from funchost.storage.postgres.durable_group import Completion, CompletionGroup
+
+FRESH = 0.1  # seconds an idle poll's next due time answers `next_visible` for
 
 
 def _time(value: float) -> datetime:
@@ -73,7 +76,7 @@ class PostgresTaskHub:
         self._manual = server_time(clock) is not None  # a ManualClock: the callers' `now` is the time
         self._clock = clock
         self._hub: int | None = None
-        self._next_due: dict[str, float | None] = {}  # by kind, from the last poll that took nothing
+        self._next_due: dict[str, tuple[float | None, float]] = {}  # by kind: the last idle poll's answer
         self._ready_lock = asyncio.Lock()
         self._completions = CompletionGroup(self._complete)
 
@@ -170,7 +173,7 @@ class PostgresTaskHub:
                        key=lambda item: item.messages[0].id if item.messages else 0)  # oldest message first
         if not items:
             due = rows[0][-1] if rows else None
-            self._next_due[kind] = None if due is None else float(due)
+            self._next_due[kind] = (None if due is None else float(due), time.monotonic())
         return items
 
     async def commit(self, item: WorkItem, commit: Commit, *, now: float) -> None:
@@ -192,9 +195,11 @@ class PostgresTaskHub:
             return int((await conn.execute(statement, args, prepare=True)).rowcount)
 
     async def next_visible(self, kind: str, *, now: float) -> float | None:
-        """Asked after a poll that took nothing: that poll's answer, read in its statement."""
-        if kind in self._next_due:
-            return self._next_due.pop(kind)
+        """Asked right after a poll that took nothing (the work loop's order): that poll's answer,
+        read in its statement."""
+        found = self._next_due.pop(kind, None)
+        if found is not None and time.monotonic() - found[1] < FRESH:
+            return found[0]
         due = await self._value(sql.NEXT_VISIBLE, {**self._times(now), "k": kind})
         return None if due is None else float(due)
 
