@@ -30,6 +30,7 @@ from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.postgres.blobs import PostgresBlobAccount
 from funchost.storage.postgres.connect import connect_sync
 from funchost.storage.postgres.db import PgDatabase, ServerClock
+from funchost.storage.postgres.durable import PostgresTaskHub
 from funchost.storage.postgres.notify import Wakeups
 from funchost.storage.postgres.queues import PostgresQueueService
 from funchost.storage.queues import QueueService
@@ -157,8 +158,6 @@ class PostgresStorage:
         return self._local().eventhubs(namespace)
 
     def task_hub(self, name: str, connection: str | None = None) -> TaskHub:
-        from funchost.storage.postgres.durable import PostgresTaskHub
-
         account, database = self.connection(connection, "queue").account_name, self.database
         return self._service(f"durable:{account}:{name.lower()}",
                              lambda: PostgresTaskHub(database, account, name, self.clock))
@@ -181,7 +180,7 @@ class PostgresStorage:
             services = list(self._shared.values())
             self._shared.clear()
         for service in services:
-            if isinstance(service, PostgresBlobAccount | PostgresQueueService | Wakeups):
+            if isinstance(service, PostgresBlobAccount | PostgresQueueService | PostgresTaskHub | Wakeups):
                 await service.aclose()
         if local is not None:
             await local.aclose()
