@@ -6,6 +6,8 @@ wait between fetches is cut short by an in-process signal (work written by this 
 freed slot, or by the next timer coming due; otherwise it backs off, so work written by other
 hosts on the same data folder is found within a second. On a manual clock there is no
 cross-process polling: signals and timers drive everything, so skipping days costs nothing.
+A fetch that took fewer items than it asked for took all there were: the loop then waits for a
+wake-up or the minimum poll instead of asking again at once.
 """
 
 from __future__ import annotations
@@ -34,8 +36,19 @@ class _UntilNextDue:
     def __init__(self, real_time: bool) -> None:
         self._backoff = RandomizedExponentialBackoff(MIN_POLL, MAX_POLL) if real_time else None
         self.due_in: float | None = None
+        self._took_all = False
+
+    @property
+    def real_time(self) -> bool:
+        return self._backoff is not None
+
+    def took_all(self) -> None:
+        """The last fetch took every item there was: wait the minimum poll (or a wake-up)."""
+        self._took_all = True
+        self.due_in = None
 
     def next_delay(self, succeeded: bool) -> float:
+        succeeded, self._took_all = succeeded or self._took_all, False
         delay = self._backoff.next_delay(succeeded) if self._backoff is not None else MANUAL_CLOCK_IDLE
         if self.due_in is not None:
             delay = min(delay, max(0.0, self.due_in))
@@ -94,6 +107,11 @@ class WorkLoop:
                 self._running.add(task)
                 task.add_done_callback(self._finished)
             if items:
+                if len(items) < free and self._strategy.real_time:
+                    # Nothing else was visible: new work wakes the loop (a signal, a timer), so look
+                    # again after the minimum poll rather than at once, an empty round trip.
+                    self._strategy.took_all()
+                    return False
                 return True
             if self._next_due is not None:
                 due = await self._next_due()
