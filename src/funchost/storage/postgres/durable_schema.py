@@ -10,7 +10,8 @@ a ManualClock's time otherwise) and `p_ref`, the caller's own `now`: an absolute
 computed (a timer's fire time) is stored shifted by `now - p_ref`, so hosts whose clocks disagree
 still agree on when a timer is due (the shift is 0 when the caller's clock drives time).
 
-The functions are the units of work of the port: each runs in the one transaction of its call,
+The functions are the units of work of the port (PL/pgSQL, whose statement plans each session
+keeps, where a SQL-language function would plan its statements on every call): each runs in the one transaction of its call,
 so an episode's commit is one round trip. A commit first moves the instance row under the
 caller's lease token; no row means the lease was lost and the function returns false having
 written nothing (durabletask-mssql's History primary key is the second fence here too).
@@ -93,23 +94,26 @@ CREATE INDEX durable_activities_instance ON durable_activities (hub_id, instance
 # times or NULL for "now", control flags). Entities are created by their first message.
 _SEND = """
 CREATE FUNCTION durable_send(h integer, v_now float8, v_shift float8, ids text[], execs text[], events text[],
-                             visible float8[], controls boolean[]) RETURNS void LANGUAGE sql AS $$
-    INSERT INTO durable_instances (hub_id, instance_id, kind, name, status, created_time, last_updated_time)
-    SELECT DISTINCT h, i, 'entity', split_part(substr(i, 2), '@', 1), 'Running', v_now, v_now
-    FROM unnest(ids) i WHERE starts_with(i, '@')
-    ON CONFLICT (hub_id, instance_id) DO NOTHING;
+                             visible float8[], controls boolean[]) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM unnest(ids) i WHERE starts_with(i, '@')) THEN
+        INSERT INTO durable_instances (hub_id, instance_id, kind, name, status, created_time, last_updated_time)
+        SELECT DISTINCT h, i, 'entity', split_part(substr(i, 2), '@', 1), 'Running', v_now, v_now
+        FROM unnest(ids) i WHERE starts_with(i, '@')
+        ON CONFLICT (hub_id, instance_id) DO NOTHING;
+    END IF;
     INSERT INTO durable_inbox (hub_id, instance_id, execution_id, event, visible_at, control)
     SELECT h, m.i, m.x, m.e, coalesce(m.v + v_shift, v_now), m.c
     FROM unnest(ids, execs, events, visible, controls) WITH ORDINALITY AS m(i, x, e, v, c, n) ORDER BY m.n;
-$$;
-"""
+END $$;"""
 
 # Create (or replace) orchestrations with their ExecutionStarted message: the old execution's
 # history, messages and work items go. Returns the status that refused it (in `dedupe`), or NULL.
 _REPLACE = """
 CREATE FUNCTION durable_replace(h integer, v_now float8, v_shift float8, ids text[], names text[], versions text[],
                                 execs text[], inputs text[], started text[], parents text[], visible float8[])
-RETURNS void LANGUAGE sql AS $$
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
     DELETE FROM durable_history WHERE hub_id = h AND instance_id = ANY(ids);
     DELETE FROM durable_inbox WHERE hub_id = h AND instance_id = ANY(ids);
     DELETE FROM durable_activities WHERE hub_id = h AND instance_id = ANY(ids);
@@ -122,8 +126,9 @@ RETURNS void LANGUAGE sql AS $$
         input = EXCLUDED.input, output = NULL, custom_status = NULL, created_time = v_now,
         last_updated_time = v_now, parent_instance_id = EXCLUDED.parent_instance_id, entity_exists = false,
         entity_state = NULL, lease_token = NULL, lease_expires = NULL;
-    SELECT durable_send(h, v_now, v_shift, ids, execs, started, visible, array_fill(false, ARRAY[cardinality(ids)]));
-$$;
+    PERFORM durable_send(h, v_now, v_shift, ids, execs, started, visible,
+                         array_fill(false, ARRAY[cardinality(ids)]));
+END $$;
 CREATE FUNCTION durable_create(h integer, p_now float8, p_ref float8, i text, nm text, ver text, x text, inp text,
                                started text, par text, visible float8, dedupe text[])
 RETURNS text LANGUAGE plpgsql AS $$
