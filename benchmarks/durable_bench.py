@@ -127,11 +127,12 @@ class CompletionWatcher:
         self._changed = asyncio.Event()
         commit = hub.commit
 
-        async def watched(item: Any, outcome: Any) -> None:
-            await commit(item, outcome)
+        async def watched(item: Any, outcome: Any) -> Any:
+            done = await commit(item, outcome)
             if outcome.update.status == "Completed":
                 self.completed.add(item.instance.instance_id)
                 self._changed.set()
+            return done
 
         hub.commit = watched
 

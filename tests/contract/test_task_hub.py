@@ -16,6 +16,7 @@ from funchost.storage.durable import (
     ENTITY,
     ORCHESTRATION,
     RUNNING_STATUSES,
+    ActivityClaim,
     Commit,
     InstanceExists,
     InstanceQuery,
@@ -188,3 +189,26 @@ async def test_hubs_sharing_a_store_are_separate(local_storage: HostStorage) -> 
     (item,) = await first.lock_instances(ORCHESTRATION, owner="o", now=NOW, lease=30, limit=5)
     assert item.instance.execution_id == "e1"
     assert await second.purge(["a"]) == 1 and await first.get_instance("a") is not None
+
+
+async def test_a_commit_can_take_the_activities_it_creates_for_its_host(hub: TaskHub) -> None:
+    await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
+    (item,) = await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW, lease=30, limit=1)
+    activities = [NewActivity("a", "e1", n, "act", f'"{n}"') for n in range(3)]
+    done = await hub.commit(item, Commit(running(), [m.id for m in item.messages], activities=activities,
+                                         claim=ActivityClaim("host1", 60, 2)), now=NOW)
+    assert [(a.task_id, a.input, a.dequeue_count) for a in done.claimed] == [(0, '"0"', 1), (1, '"1"', 1)]
+    assert not done.pending  # nothing else waits for the instance
+    (rest,) = await hub.lock_activities(owner="host2", now=NOW, lease=60, limit=5)  # the third only
+    assert rest.task_id == 2
+    assert await hub.complete_activity(done.claimed[0], Outbound("a", {"EventType": 5}, "e1"), now=NOW) is True
+    lapsed = await hub.lock_activities(owner="host2", now=NOW + 61, lease=60, limit=5)  # the leases lapsed
+    assert [(a.task_id, a.dequeue_count) for a in lapsed] == [(1, 2), (2, 2)]
+
+
+async def test_a_commit_says_whether_messages_wait_for_the_instance(hub: TaskHub) -> None:
+    await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
+    (item,) = await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW, lease=30, limit=1)
+    await hub.send([Outbound("a", {"EventType": 15, "Name": "x"})], now=NOW)  # arrives while held
+    done = await hub.commit(item, Commit(running(), [m.id for m in item.messages]), now=NOW)
+    assert done.pending and done.claimed == []

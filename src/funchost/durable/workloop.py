@@ -70,6 +70,7 @@ class WorkLoop:
         self._strategy = _UntilNextDue(isinstance(clock, SystemClock))
         self._loop = PollLoop(f"durable:{name}", self._poll, self._strategy, clock, on_error=self._on_error)
         self._running: set[asyncio.Task[None]] = set()
+        self._reserved = 0  # slots promised to work taken elsewhere (`reserve` / `adopt`)
         self._slot_freed = asyncio.Event()
         self._unsubscribe: Callable[[], None] | None = None
 
@@ -94,8 +95,28 @@ class WorkLoop:
     def in_flight(self) -> int:
         return len(self._running)
 
+    def reserve(self, wanted: int) -> int:
+        """Hold up to `wanted` free slots for work about to be taken outside this loop (activities
+        a commit takes for this host); give them back with `adopt`."""
+        granted = max(0, min(wanted, self.limit - len(self._running) - self._reserved))
+        self._reserved += granted
+        return granted
+
+    def adopt(self, items: list[Any], reserved: int) -> None:
+        """Run `items` (taken under lease elsewhere) in the slots `reserve` held; free the rest."""
+        self._reserved -= reserved
+        for item in items:
+            self._start(item)
+        if len(items) < reserved:
+            self._slot_freed.set()
+
+    def _start(self, item: Any) -> None:
+        task = asyncio.get_running_loop().create_task(self._run(item), name=f"durable:{self.name}")
+        self._running.add(task)
+        task.add_done_callback(self._finished)
+
     async def _poll(self) -> bool:
-        free = self.limit - len(self._running)
+        free = self.limit - len(self._running) - self._reserved
         if free <= 0:
             self._slot_freed.clear()
             await self._slot_freed.wait()
@@ -103,9 +124,7 @@ class WorkLoop:
         with activity.busy():
             items = await self._fetch(free)
             for item in items:
-                task = asyncio.get_running_loop().create_task(self._run(item), name=f"durable:{self.name}")
-                self._running.add(task)
-                task.add_done_callback(self._finished)
+                self._start(item)
             if items:
                 if len(items) < free and self._strategy.real_time:
                     # Nothing else was visible: new work wakes the loop (a signal, a timer), so look

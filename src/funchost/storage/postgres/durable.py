@@ -31,6 +31,7 @@ from funchost.storage.durable import (
     ORCHESTRATION,
     ActivityItem,
     Commit,
+    Committed,
     Event,
     HubCounts,
     InstanceExists,
@@ -176,10 +177,20 @@ class PostgresTaskHub:
             self._next_due[kind] = (None if due is None else float(due), time.monotonic())
         return items
 
-    async def commit(self, item: WorkItem, commit: Commit, *, now: float) -> None:
-        if not await self._value(sql.COMMIT, {**self._times(now), **_commit_args(item, commit)}):
+    async def commit(self, item: WorkItem, commit: Commit, *, now: float) -> Committed:
+        ok, ids, tasks, tokens, pending = (await self._rows(sql.COMMIT, {**self._times(now),
+                                                                         **_commit_args(item, commit)}))[0]
+        if not ok:
             raise LeaseLost(f"the lease on '{item.instance.instance_id}' was lost; another host has taken the "
                             "instance over")
+        if not ids or commit.claim is None:
+            return Committed([], bool(pending))
+        scheduled, expires = {a.task_id: a for a in commit.activities}, now + commit.claim.lease
+        claimed = [ActivityItem(activity_id, a.instance_id, a.execution_id, a.task_id, a.name, a.input, 1, token,
+                                expires)
+                   for activity_id, task, token in sorted(zip(ids, tasks, tokens, strict=True))
+                   for a in (scheduled[task],)]
+        return Committed(claimed, bool(pending))
 
     async def release(self, item: WorkItem) -> None:
         await self._rows(sql.RELEASE, {"i": item.instance.instance_id, "token": item.lease_token})
@@ -263,6 +274,9 @@ def _commit_args(item: WorkItem, commit: Commit) -> dict[str, Any]:
         "n_started": [json.dumps(n.started) for n in commit.instances],
         "n_parents": [n.parent_instance_id for n in commit.instances],
         "n_vis": [n.visible_at for n in commit.instances],
+        "claim_owner": commit.claim.owner if commit.claim else None,
+        "claim_lease": commit.claim.lease if commit.claim else None,
+        "claim_limit": commit.claim.limit if commit.claim else None,
     }
 
 

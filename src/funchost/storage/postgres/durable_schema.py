@@ -146,7 +146,9 @@ BEGIN
 END $$;
 """
 
-# An episode's (or entity batch's) outcome under the lease `token`. False: the lease was lost.
+# An episode's (or entity batch's) outcome under the lease `token` (`ok` false: the lease was lost,
+# nothing written); the first `claim_limit` new activities leased to `claim_owner` at once, and
+# whether the instance still has visible messages.
 _COMMIT = """
 CREATE FUNCTION durable_commit(h integer, p_now float8, p_ref float8, i text, token text, keep boolean,
     st text, x text, inp text, outp text, cust text, nm text, ver text, ent_exists boolean, ent_state text,
@@ -154,21 +156,24 @@ CREATE FUNCTION durable_commit(h integer, p_now float8, p_ref float8, i text, to
     m_ids text[], m_execs text[], m_events text[], m_visible float8[], m_controls boolean[],
     a_execs text[], a_tasks integer[], a_names text[], a_inputs text[],
     n_ids text[], n_names text[], n_versions text[], n_execs text[], n_inputs text[], n_started text[],
-    n_parents text[], n_visible float8[])
-RETURNS boolean LANGUAGE plpgsql AS $$
+    n_parents text[], n_visible float8[], claim_owner text, claim_lease float8, claim_limit integer,
+    OUT ok boolean, OUT claimed bigint[], OUT claimed_tasks integer[], OUT claimed_tokens text[], OUT pending boolean)
+LANGUAGE plpgsql AS $$
 DECLARE
     v_now float8 := coalesce(p_now, extract(epoch FROM clock_timestamp()));
     v_shift float8 := v_now - p_ref;
     start integer;
 BEGIN
+    ok := false;
     UPDATE durable_instances SET status = st, execution_id = x, input = inp, output = outp, custom_status = cust,
         name = coalesce(nm, name), version = coalesce(ver, version), entity_exists = ent_exists,
         entity_state = ent_state, last_updated_time = v_now,
         lease_token = CASE WHEN keep THEN lease_token END, lease_expires = CASE WHEN keep THEN lease_expires END
     WHERE hub_id = h AND instance_id = i AND lease_token = token;
     IF NOT FOUND THEN
-        RETURN false;
+        RETURN;
     END IF;
+    ok := true;
     IF cardinality(consumed) > 0 THEN
         DELETE FROM durable_inbox WHERE hub_id = h AND id = ANY(consumed);
     END IF;
@@ -185,15 +190,23 @@ BEGIN
                                 n_parents, n_visible);
     END IF;
     IF cardinality(a_tasks) > 0 THEN
-        INSERT INTO durable_activities (hub_id, instance_id, execution_id, task_id, name, input, ready_at,
-                                        visible_at)
-        SELECT h, i, a.x, a.t, a.nm, a.inp, v_now, v_now
-        FROM unnest(a_execs, a_tasks, a_names, a_inputs) WITH ORDINALITY AS a(x, t, nm, inp, n) ORDER BY a.n;
+        WITH added AS (
+            INSERT INTO durable_activities (hub_id, instance_id, execution_id, task_id, name, input, ready_at,
+                                            visible_at, dequeue_count, lease_token)
+            SELECT h, i, a.x, a.t, a.nm, a.inp, v_now, CASE WHEN a.claim THEN v_now + claim_lease ELSE v_now END,
+                   CASE WHEN a.claim THEN 1 ELSE 0 END,
+                   CASE WHEN a.claim THEN claim_owner || ':' || gen_random_uuid() END
+            FROM (SELECT u.*, u.n <= coalesce(claim_limit, 0) AS claim
+                  FROM unnest(a_execs, a_tasks, a_names, a_inputs) WITH ORDINALITY AS u(x, t, nm, inp, n)) a
+            ORDER BY a.n
+            RETURNING id, task_id, lease_token)
+        SELECT array_agg(added.id), array_agg(added.task_id), array_agg(added.lease_token)
+        INTO claimed, claimed_tasks, claimed_tokens FROM added WHERE added.lease_token IS NOT NULL;
     END IF;
     IF cardinality(m_ids) > 0 THEN
         PERFORM durable_send(h, v_now, v_shift, m_ids, m_execs, m_events, m_visible, m_controls);
     END IF;
-    RETURN true;
+    pending := EXISTS (SELECT 1 FROM durable_inbox WHERE hub_id = h AND instance_id = i AND visible_at <= v_now);
 END $$;
 """
 

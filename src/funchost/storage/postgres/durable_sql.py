@@ -33,11 +33,11 @@ CREATE = ("SELECT durable_create(%(h)s, %(now)s, %(ref)s, %(i)s, %(nm)s, %(ver)s
 
 SEND = (f"{_T} SELECT durable_send(%(h)s, now, shift, %(ids)s, %(execs)s, %(events)s, %(vis)s, %(ctl)s) FROM t")
 
-COMMIT = ("SELECT durable_commit(%(h)s, %(now)s, %(ref)s, %(i)s, %(token)s, %(keep)s, %(st)s, %(x)s, %(inp)s, "
+COMMIT = ("SELECT * FROM durable_commit(%(h)s, %(now)s, %(ref)s, %(i)s, %(token)s, %(keep)s, %(st)s, %(x)s, %(inp)s, "
           "%(outp)s, %(cust)s, %(nm)s, %(ver)s, %(ent_exists)s, %(ent_state)s, %(consumed)s, %(reset)s, "
           "%(history)s, %(m_ids)s, %(m_execs)s, %(m_events)s, %(m_vis)s, %(m_ctl)s, %(a_execs)s, %(a_tasks)s, "
           "%(a_names)s, %(a_inputs)s, %(n_ids)s, %(n_names)s, %(n_versions)s, %(n_execs)s, %(n_inputs)s, "
-          "%(n_started)s, %(n_parents)s, %(n_vis)s)")
+          "%(n_started)s, %(n_parents)s, %(n_vis)s, %(claim_owner)s, %(claim_lease)s, %(claim_limit)s)")
 
 COMPLETE = ("SELECT durable_complete(%(h)s, %(now)s, %(ref)s, %(a_ids)s, %(tokens)s, %(ids)s, %(execs)s, %(events)s, "
             "%(vis)s, %(ctl)s)")
