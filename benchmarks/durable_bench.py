@@ -1,8 +1,14 @@
-"""Durable Functions on funchost's embedded task hub, and DBOS on SQLite as the peer, in one run.
+"""Durable Functions on funchost's task hub, and DBOS as the peer on the same store, in one run.
 
     python benchmarks/durable_bench.py                       # defaults below
     python benchmarks/durable_bench.py --chains 100 --fanouts 20 --latency 300
     python benchmarks/durable_bench.py --peer none           # funchost only
+    python benchmarks/durable_bench.py --storage postgres    # both on one throwaway PostgreSQL
+
+`--storage embedded` (the default): funchost's SQLite task hub, DBOS's SQLite system database.
+`--storage postgres`: a PostgreSQL server started for the run (127.0.0.1 only, as the tests
+start theirs), funchost's task hub in one schema (`--storage postgres`), DBOS's system database
+in a database of its own on the same server.
 
 Scenarios (fresh data folder each, real clock, no-op activities):
   chain-10      --chains orchestrations of 10 activities one after the other, started together;
@@ -15,7 +21,7 @@ funchost runs the real host in-process (executor, dispatchers, SQLite task hub, 
 each episode); orchestrations are started through the durable client the management API uses.
 DBOS runs in a child process with the same three shapes written the DBOS way: a workflow of 10
 steps, a workflow enqueueing 100 steps on a queue and collecting their results, a one-step
-workflow. Results: benchmarks/results/durable.json.
+workflow. Results: benchmarks/results/durable.json (durable-postgres.json with --storage postgres).
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results" / "durable.json"
+ROOT = Path(__file__).resolve().parent
+RESULTS = {"embedded": ROOT / "results" / "durable.json", "postgres": ROOT / "results" / "durable-postgres.json"}
 
 APP = """
 import azure.functions as func
@@ -76,7 +83,7 @@ def latency_summary(samples: list[float]) -> dict[str, float]:
 # -- funchost ---------------------------------------------------------------------------------------
 
 
-async def funchost_run(args: argparse.Namespace) -> dict[str, Any]:
+async def funchost_run(args: argparse.Namespace, dsn: str | None) -> dict[str, Any]:
     from funchost.clock import SystemClock
     from funchost.durable.service import DurableService
     from funchost.host import Host, HostConfig
@@ -87,7 +94,9 @@ async def funchost_run(args: argparse.Namespace) -> dict[str, Any]:
         app.mkdir()
         (app / "function_app.py").write_text(textwrap.dedent(APP))
         (app / "host.json").write_text(json.dumps({"version": "2.0", "logging": {"logLevel": {"default": "Warning"}}}))
-        host = Host(HostConfig(app_dir=app, data_dir=Path(tmp) / "data", serve_http=False, clock=SystemClock()))
+        server = {"FUNCHOST_POSTGRES": dsn, "FUNCHOST_POSTGRES_SCHEMA": "funchost_bench"} if dsn else {}
+        host = Host(HostConfig(app_dir=app, data_dir=Path(tmp) / "data", serve_http=False, clock=SystemClock(),
+                               storage=args.storage, settings_override=server))
         host.load()
         await host.start()
         try:
@@ -118,11 +127,12 @@ class CompletionWatcher:
         self._changed = asyncio.Event()
         commit = hub.commit
 
-        async def watched(item: Any, outcome: Any) -> None:
-            await commit(item, outcome)
+        async def watched(item: Any, outcome: Any) -> Any:
+            done = await commit(item, outcome)
             if outcome.update.status == "Completed":
                 self.completed.add(item.instance.instance_id)
                 self._changed.set()
+            return done
 
         hub.commit = watched
 
@@ -143,21 +153,32 @@ async def _throughput(client: Any, watcher: CompletionWatcher, name: str, count:
 # -- DBOS (child process) ---------------------------------------------------------------------------
 
 
-def dbos_run(args: argparse.Namespace) -> dict[str, Any]:
+def dbos_run(args: argparse.Namespace, dsn: str | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="dbos-bench-") as tmp:
         command = [sys.executable, __file__, "--dbos-child", "--chains", str(args.chains), "--fanouts",
-                   str(args.fanouts), "--latency", str(args.latency)]
+                   str(args.fanouts), "--latency", str(args.latency), "--dbos-url", dbos_url(dsn)]
         done = subprocess.run(command, capture_output=True, text=True, cwd=tmp, timeout=1800)
         if done.returncode != 0:
             raise RuntimeError(f"the DBOS run failed:\n{done.stderr[-3000:]}")
         return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
+def dbos_url(dsn: str | None) -> str:
+    """DBOS's system database: a SQLite file, or a database of its own on the run's server."""
+    if dsn is None:
+        return "sqlite:///dbos.sqlite"
+    from psycopg.conninfo import conninfo_to_dict
+
+    parts = conninfo_to_dict(dsn)
+    return f"postgresql://{parts.get('user', 'postgres')}@{parts['host']}:{parts['port']}/dbos_bench"
+
+
 def dbos_child(args: argparse.Namespace) -> None:
     from dbos import DBOS, DBOSConfig
 
-    DBOS(config=DBOSConfig(name="durable-bench", system_database_url=f"sqlite:///{Path.cwd() / 'dbos.sqlite'}",
-                           log_level="WARNING", run_admin_server=False))
+    url = args.dbos_url if not args.dbos_url.startswith("sqlite:///") else f"sqlite:///{Path.cwd() / 'dbos.sqlite'}"
+    DBOS(config=DBOSConfig(name="durable-bench", system_database_url=url, log_level="WARNING",
+                           run_admin_server=False))
 
     @DBOS.step()
     def noop(value: int) -> int:
@@ -218,28 +239,64 @@ def main() -> int:
     parser.add_argument("--fanouts", type=int, default=10)
     parser.add_argument("--latency", type=int, default=200)
     parser.add_argument("--peer", choices=("dbos", "none"), default="dbos")
+    parser.add_argument("--storage", choices=("embedded", "postgres"), default="embedded")
     parser.add_argument("--dbos-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--dbos-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.dbos_child:
         dbos_child(args)
         return 0
-    ours = asyncio.run(funchost_run(args))
+    server = start_server() if args.storage == "postgres" else None
+    try:
+        report = run(args, server.dsn if server is not None else None)
+    finally:
+        if server is not None:
+            server.stop()
+    if server is not None:
+        report["environment"]["postgres"] = server.version
+    RESULTS[args.storage].parent.mkdir(parents=True, exist_ok=True)
+    RESULTS[args.storage].write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+def run(args: argparse.Namespace, dsn: str | None) -> dict[str, Any]:
+    ours = asyncio.run(funchost_run(args, dsn))
     report: dict[str, Any] = {
         "environment": {"python": platform.python_version(), "machine": platform.machine(),
-                        "cpus": os.cpu_count(), "platform": platform.platform()},
+                        "cpus": os.cpu_count(), "platform": platform.platform(), "storage": args.storage},
         "parameters": {"chains": args.chains, "fanouts": args.fanouts, "latency": args.latency},
         "funchost": ours,
     }
     if args.peer == "dbos":
         import importlib.metadata
 
-        peer = dbos_run(args)
+        peer = dbos_run(args, dsn)
         report["dbos"] = {"version": importlib.metadata.version("dbos"), **peer}
         report["ratios"] = ratios(ours, peer)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report, indent=2))
-    return 0
+    return report
+
+
+class PgServer:
+    """The run's own PostgreSQL (tests/support/postgres.py starts it on a free 127.0.0.1 port)."""
+
+    def __init__(self) -> None:
+        sys.path.insert(0, str(ROOT.parent))  # tests.support
+        import psycopg
+        from tests.support.postgres import start_postgres
+
+        self._server = start_postgres()
+        self.dsn = self._server.dsn
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            self.version = str(conn.execute("SHOW server_version").fetchone()[0])  # type: ignore[index]
+            conn.execute("CREATE DATABASE dbos_bench")
+
+    def stop(self) -> None:
+        self._server.stop()
+
+
+def start_server() -> PgServer:
+    return PgServer()
 
 
 if __name__ == "__main__":

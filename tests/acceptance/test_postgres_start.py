@@ -64,8 +64,9 @@ def test_the_banner_says_what_is_shared_through_the_server_and_what_stays_local(
     assert "(storage: postgres," in output
     shared = next(line for line in output.splitlines() if line.startswith("Shared through PostgreSQL"))
     assert f"schema {postgres_schema}" in shared and "blobs" in shared and "Event Grid" in shared and "keys" in shared
+    assert "Durable task hubs" in shared
     local = next(line for line in output.splitlines() if line.startswith("Still in this host's data folder"))
-    assert "Durable task hubs" in local and "blobs" not in local
+    assert "Durable task hubs" not in local and "blobs" not in local
 
 
 def test_resource_commands_on_separate_data_folders_share_the_server(

@@ -16,6 +16,7 @@ from funchost.storage.durable import (
     ENTITY,
     ORCHESTRATION,
     RUNNING_STATUSES,
+    ActivityClaim,
     Commit,
     InstanceExists,
     InstanceQuery,
@@ -154,3 +155,60 @@ async def test_queries_page_and_filter_and_purge_removes_everything(hub: TaskHub
     assert await hub.purge(["job-0", "missing"]) == 1
     assert await hub.get_instance("job-0") is None
     assert await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW + 20, lease=30, limit=10) != []
+
+
+async def test_a_host_that_lost_its_lease_changes_nothing(hub: TaskHub) -> None:
+    await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
+    (stale,) = await hub.lock_instances(ORCHESTRATION, owner="host1", now=NOW, lease=30, limit=1)
+    (taken,) = await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 31, lease=30, limit=1)
+    commit = Commit(running(status="Completed"), [m.id for m in stale.messages], history=[{"EventType": 12}],
+                    messages=[Outbound("b", {"EventType": 15, "Name": "x"})],
+                    activities=[NewActivity("a", "e1", 0, "act", None)], instances=[started("child")])
+    with pytest.raises(LeaseLost):
+        await hub.commit(stale, commit, now=NOW + 32)
+    assert await hub.renew_instance(stale, until=NOW + 300) is False
+    await hub.release(stale)  # a stale release leaves the new holder's lease alone
+    assert await hub.lock_instances(ORCHESTRATION, owner="host3", now=NOW + 33, lease=30, limit=1) == []
+    assert await hub.get_history("a") == [] and await hub.get_instance("child") is None
+    assert await hub.lock_activities(owner="w", now=NOW + 33, lease=60, limit=5) == []
+    counts = await hub.counts()
+    assert counts.inbox == 1 and counts.activities == 0 and counts.instances == {"Pending": 1}
+    await hub.commit(taken, Commit(running(), [m.id for m in taken.messages], history=[{"EventType": 12}]),
+                     now=NOW + 34)
+    assert [e["EventType"] for e in await hub.get_history("a")] == [12]
+
+
+async def test_hubs_sharing_a_store_are_separate(local_storage: HostStorage) -> None:
+    first, second = local_storage.task_hub("HubOne"), local_storage.task_hub("HubTwo")
+    for store in (first, second):
+        await store.create_if_not_exists()
+    await first.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
+    assert await second.get_instance("a") is None
+    assert await second.lock_instances(ORCHESTRATION, owner="o", now=NOW, lease=30, limit=5) == []
+    await second.create_instance(started("a", "e2"), now=NOW, dedupe=RUNNING_STATUSES)
+    (item,) = await first.lock_instances(ORCHESTRATION, owner="o", now=NOW, lease=30, limit=5)
+    assert item.instance.execution_id == "e1"
+    assert await second.purge(["a"]) == 1 and await first.get_instance("a") is not None
+
+
+async def test_a_commit_can_take_the_activities_it_creates_for_its_host(hub: TaskHub) -> None:
+    await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
+    (item,) = await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW, lease=30, limit=1)
+    activities = [NewActivity("a", "e1", n, "act", f'"{n}"') for n in range(3)]
+    done = await hub.commit(item, Commit(running(), [m.id for m in item.messages], activities=activities,
+                                         claim=ActivityClaim("host1", 60, 2)), now=NOW)
+    assert [(a.task_id, a.input, a.dequeue_count) for a in done.claimed] == [(0, '"0"', 1), (1, '"1"', 1)]
+    assert not done.pending  # nothing else waits for the instance
+    (rest,) = await hub.lock_activities(owner="host2", now=NOW, lease=60, limit=5)  # the third only
+    assert rest.task_id == 2
+    assert await hub.complete_activity(done.claimed[0], Outbound("a", {"EventType": 5}, "e1"), now=NOW) is True
+    lapsed = await hub.lock_activities(owner="host2", now=NOW + 61, lease=60, limit=5)  # the leases lapsed
+    assert [(a.task_id, a.dequeue_count) for a in lapsed] == [(1, 2), (2, 2)]
+
+
+async def test_a_commit_says_whether_messages_wait_for_the_instance(hub: TaskHub) -> None:
+    await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
+    (item,) = await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW, lease=30, limit=1)
+    await hub.send([Outbound("a", {"EventType": 15, "Name": "x"})], now=NOW)  # arrives while held
+    done = await hub.commit(item, Commit(running(), [m.id for m in item.messages]), now=NOW)
+    assert done.pending and done.claimed == []

@@ -27,7 +27,15 @@ from funchost.durable.replay import SdkResult
 from funchost.durable.workloop import WorkLoop
 from funchost.invocation.contracts import FunctionInvoker, InvocationRequest
 from funchost.listeners.renewal import Renewer
-from funchost.storage.durable import ENTITY, ORCHESTRATION, ActivityItem, Commit, LeaseLost, WorkItem
+from funchost.storage.durable import (
+    ENTITY,
+    ORCHESTRATION,
+    ActivityClaim,
+    ActivityItem,
+    Commit,
+    LeaseLost,
+    WorkItem,
+)
 
 log = logging.getLogger("funchost.durable")
 
@@ -104,11 +112,24 @@ class Dispatcher:
             if commit is None:
                 await self.hub.release(item)
                 return
-            await self.hub.commit(item, commit)
+            await self._commit(item, commit)
         except LeaseLost as exc:
             log.warning("durable: %s", exc)
         finally:
             await renewer.stop()
+
+    async def _commit(self, item: WorkItem, commit: Commit) -> None:
+        """Commit, taking the new activities this host has room for in the same transaction: they
+        start here at once instead of after another fetch (the others are fetched by any host)."""
+        activities = self.loops[1]
+        reserved = activities.reserve(len(commit.activities)) if commit.activities else 0
+        claimed: list[ActivityItem] = []
+        try:
+            if reserved:
+                commit.claim = ActivityClaim(self.owner, self.options.activity_lease, reserved)
+            claimed = (await self.hub.commit(item, commit)).claimed
+        finally:
+            activities.adopt(claimed, reserved)
 
     async def _call_orchestrator(self, name: str, history: list[dict[str, Any]], started: dict[str, Any]) -> SdkResult | None:
         function = self.functions.orchestrator(name)

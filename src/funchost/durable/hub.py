@@ -16,6 +16,7 @@ from funchost.storage.durable import (
     ORCHESTRATION,
     ActivityItem,
     Commit,
+    Committed,
     NewInstance,
     Outbound,
     TaskHub,
@@ -58,16 +59,19 @@ class NotifyingHub:
         await self.store.send(messages, now=self.now())
         self._notify_messages(messages)
 
-    async def commit(self, item: WorkItem, commit: Commit) -> None:
-        """After a commit the instance's own loop looks again: messages that arrived while the
-        instance was held (or were held back while it was suspended) are now deliverable."""
-        await self.store.commit(item, commit, now=self.now())
-        self.notify(kind_of(item.instance.instance_id))
-        if commit.activities:
+    async def commit(self, item: WorkItem, commit: Commit) -> Committed:
+        """After a commit the instance's own loop looks again if messages are waiting (they arrived
+        while the instance was held, or were held back while it was suspended); the activity loops
+        look for the new activities the committing host did not take itself."""
+        done = await self.store.commit(item, commit, now=self.now())
+        if done.pending:
+            self.notify(kind_of(item.instance.instance_id))
+        if len(done.claimed) < len(commit.activities):
             self.notify(ACTIVITY)
         if commit.instances:
             self.notify(ORCHESTRATION)
         self._notify_messages(commit.messages)
+        return done
 
     async def release(self, item: WorkItem) -> None:
         await self.store.release(item)

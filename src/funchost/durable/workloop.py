@@ -6,6 +6,8 @@ wait between fetches is cut short by an in-process signal (work written by this 
 freed slot, or by the next timer coming due; otherwise it backs off, so work written by other
 hosts on the same data folder is found within a second. On a manual clock there is no
 cross-process polling: signals and timers drive everything, so skipping days costs nothing.
+A fetch that took fewer items than it asked for took all there were: the loop then waits for a
+wake-up or the minimum poll instead of asking again at once.
 """
 
 from __future__ import annotations
@@ -34,8 +36,19 @@ class _UntilNextDue:
     def __init__(self, real_time: bool) -> None:
         self._backoff = RandomizedExponentialBackoff(MIN_POLL, MAX_POLL) if real_time else None
         self.due_in: float | None = None
+        self._took_all = False
+
+    @property
+    def real_time(self) -> bool:
+        return self._backoff is not None
+
+    def took_all(self) -> None:
+        """The last fetch took every item there was: wait the minimum poll (or a wake-up)."""
+        self._took_all = True
+        self.due_in = None
 
     def next_delay(self, succeeded: bool) -> float:
+        succeeded, self._took_all = succeeded or self._took_all, False
         delay = self._backoff.next_delay(succeeded) if self._backoff is not None else MANUAL_CLOCK_IDLE
         if self.due_in is not None:
             delay = min(delay, max(0.0, self.due_in))
@@ -57,6 +70,7 @@ class WorkLoop:
         self._strategy = _UntilNextDue(isinstance(clock, SystemClock))
         self._loop = PollLoop(f"durable:{name}", self._poll, self._strategy, clock, on_error=self._on_error)
         self._running: set[asyncio.Task[None]] = set()
+        self._reserved = 0  # slots promised to work taken elsewhere (`reserve` / `adopt`)
         self._slot_freed = asyncio.Event()
         self._unsubscribe: Callable[[], None] | None = None
 
@@ -81,8 +95,28 @@ class WorkLoop:
     def in_flight(self) -> int:
         return len(self._running)
 
+    def reserve(self, wanted: int) -> int:
+        """Hold up to `wanted` free slots for work about to be taken outside this loop (activities
+        a commit takes for this host); give them back with `adopt`."""
+        granted = max(0, min(wanted, self.limit - len(self._running) - self._reserved))
+        self._reserved += granted
+        return granted
+
+    def adopt(self, items: list[Any], reserved: int) -> None:
+        """Run `items` (taken under lease elsewhere) in the slots `reserve` held; free the rest."""
+        self._reserved -= reserved
+        for item in items:
+            self._start(item)
+        if len(items) < reserved:
+            self._slot_freed.set()
+
+    def _start(self, item: Any) -> None:
+        task = asyncio.get_running_loop().create_task(self._run(item), name=f"durable:{self.name}")
+        self._running.add(task)
+        task.add_done_callback(self._finished)
+
     async def _poll(self) -> bool:
-        free = self.limit - len(self._running)
+        free = self.limit - len(self._running) - self._reserved
         if free <= 0:
             self._slot_freed.clear()
             await self._slot_freed.wait()
@@ -90,10 +124,13 @@ class WorkLoop:
         with activity.busy():
             items = await self._fetch(free)
             for item in items:
-                task = asyncio.get_running_loop().create_task(self._run(item), name=f"durable:{self.name}")
-                self._running.add(task)
-                task.add_done_callback(self._finished)
+                self._start(item)
             if items:
+                if len(items) < free and self._strategy.real_time:
+                    # Nothing else was visible: new work wakes the loop (a signal, a timer), so look
+                    # again after the minimum poll rather than at once, an empty round trip.
+                    self._strategy.took_all()
+                    return False
                 return True
             if self._next_due is not None:
                 due = await self._next_due()

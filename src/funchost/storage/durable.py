@@ -133,6 +133,16 @@ class InstanceUpdate:
     entity_state: str | None = None
 
 
+@dataclass(frozen=True)
+class ActivityClaim:
+    """Take the activities a commit creates under lease for `owner` at once (at most `limit`):
+    the host that scheduled them runs them without asking the hub for them again."""
+
+    owner: str
+    lease: float
+    limit: int
+
+
 @dataclass
 class Commit:
     """Everything an episode or entity batch writes, applied atomically under the lease."""
@@ -145,6 +155,7 @@ class Commit:
     activities: Sequence[NewActivity] = ()
     instances: Sequence[NewInstance] = ()
     release: bool = True  # False: keep the lease (more work follows in the same work item)
+    claim: ActivityClaim | None = None
 
 
 @dataclass(frozen=True)
@@ -158,6 +169,15 @@ class ActivityItem:
     dequeue_count: int
     lease_token: str
     lease_expires: float
+
+
+@dataclass(frozen=True)
+class Committed:
+    """What a commit tells its caller: the new activities it took for `Commit.claim`, and whether
+    the instance has visible messages left (another episode is due once the lease is given up)."""
+
+    claimed: list[ActivityItem] = field(default_factory=list)
+    pending: bool = True
 
 
 @dataclass(frozen=True)
@@ -220,7 +240,7 @@ class TaskHub(Protocol):
         """Take up to `limit` instances of `kind` that have visible inbox messages and no live
         lease; with each, its history and visible messages (at most `batch`, oldest first)."""
 
-    async def commit(self, item: WorkItem, commit: Commit, *, now: float) -> None:
+    async def commit(self, item: WorkItem, commit: Commit, *, now: float) -> Committed:
         """Apply `commit` if `item`'s lease is still held (else LeaseLost, nothing written)."""
 
     async def release(self, item: WorkItem) -> None:

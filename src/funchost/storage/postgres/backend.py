@@ -32,6 +32,7 @@ from funchost.storage.invocations import InvocationHistoryStore
 from funchost.storage.postgres.blobs import PostgresBlobAccount
 from funchost.storage.postgres.connect import connect_sync
 from funchost.storage.postgres.db import PgDatabase, ServerClock
+from funchost.storage.postgres.durable import PostgresTaskHub
 from funchost.storage.postgres.notify import Wakeups
 from funchost.storage.postgres.queues import PostgresQueueService
 from funchost.storage.queues import QueueService
@@ -45,7 +46,7 @@ from funchost.storage.tables import TableService
 T = TypeVar("T")
 
 # Services still kept in the data folder with --storage postgres (what the banner lists as local).
-LOCAL = ("durable",)
+LOCAL: tuple[str, ...] = ()
 # The in-process topic kind (`runtime.signals`) of each service whose wake-ups other hosts need
 # once the service is on the server (queues wake through their port, `Wakeups.touch`).
 RELAYED_TOPICS = {"durable": "durable", "servicebus": "servicebus", "eventhubs": "eventhub", "documents": "documents"}
@@ -180,7 +181,9 @@ class PostgresStorage:
             database, name, self._server_clock(database)))
 
     def task_hub(self, name: str, connection: str | None = None) -> TaskHub:
-        return self._local().task_hub(name, connection)
+        account, database = self.connection(connection, "queue").account_name, self.database
+        return self._service(f"durable:{account}:{name.lower()}",
+                             lambda: PostgresTaskHub(database, account, name, self.clock))
 
     def invocation_history(self) -> InvocationHistoryStore:
         return self._local().invocation_history()
@@ -200,8 +203,8 @@ class PostgresStorage:
             services = list(self._shared.values())
             self._shared.clear()
         for service in services:
-            if isinstance(service, PostgresBlobAccount | PostgresQueueService | Wakeups | SqlTableService
-                          | SqlDocumentStore | SqlServiceBusBroker | SqlEventHubBroker):
+            if isinstance(service, PostgresBlobAccount | PostgresQueueService | PostgresTaskHub | Wakeups
+                          | SqlTableService | SqlDocumentStore | SqlServiceBusBroker | SqlEventHubBroker):
                 await service.aclose()
         if local is not None:
             await local.aclose()

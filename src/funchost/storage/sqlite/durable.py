@@ -18,6 +18,7 @@ from funchost.storage.durable import (
     ORCHESTRATION,
     ActivityItem,
     Commit,
+    Committed,
     HubCounts,
     InstanceQuery,
     InstanceRecord,
@@ -106,8 +107,8 @@ class SqliteTaskHub:
 
         return await self.db.write(write)
 
-    async def commit(self, item: WorkItem, commit: Commit, *, now: float) -> None:
-        await self.db.write(lambda conn: sql.apply_commit(conn, item, commit, now))
+    async def commit(self, item: WorkItem, commit: Commit, *, now: float) -> Committed:
+        return await self.db.write(lambda conn: sql.apply_commit(conn, item, commit, now))
 
     async def release(self, item: WorkItem) -> None:
         await self.db.write(lambda conn: conn.execute(

@@ -17,7 +17,10 @@ from typing import Any
 from funchost.storage.durable import (
     ENTITY,
     ORCHESTRATION,
+    ActivityClaim,
+    ActivityItem,
     Commit,
+    Committed,
     InstanceExists,
     InstanceQuery,
     InstanceRecord,
@@ -155,7 +158,7 @@ def _ensure_entity(conn: sqlite3.Connection, instance_id: str, now: float) -> No
                  "VALUES (?, ?, ?, 'Running', ?, ?)", (instance_id, ENTITY, name, now, now))
 
 
-def apply_commit(conn: sqlite3.Connection, item: WorkItem, commit: Commit, now: float) -> None:
+def apply_commit(conn: sqlite3.Connection, item: WorkItem, commit: Commit, now: float) -> Committed:
     instance_id = item.instance.instance_id
     row = conn.execute("SELECT lease_token FROM instances WHERE instance_id = ?", (instance_id,)).fetchone()
     if row is None or row["lease_token"] != item.lease_token:
@@ -178,14 +181,30 @@ def apply_commit(conn: sqlite3.Connection, item: WorkItem, commit: Commit, now: 
                          [(instance_id, start + i, json.dumps(event)) for i, event in enumerate(commit.history)])
     for instance in commit.instances:
         _replace_instance(conn, instance, now)
-    _add_activities(conn, commit.activities, now)
+    claimed = _add_activities(conn, commit.activities, now, commit.claim)
     send_messages(conn, commit.messages, now)
+    pending = conn.execute("SELECT 1 FROM inbox WHERE instance_id = ? AND visible_at <= ? LIMIT 1",
+                           (instance_id, now)).fetchone() is not None
+    return Committed(claimed, pending)
 
 
-def _add_activities(conn: sqlite3.Connection, activities: Sequence[NewActivity], now: float) -> None:
-    conn.executemany(
-        "INSERT INTO activities (instance_id, execution_id, task_id, name, input, visible_at) VALUES (?, ?, ?, ?, ?, ?)",
-        [(a.instance_id, a.execution_id, a.task_id, a.name, a.input, now) for a in activities])
+def _add_activities(conn: sqlite3.Connection, activities: Sequence[NewActivity], now: float,
+                    claim: ActivityClaim | None) -> list[ActivityItem]:
+    """Queue the activities; the first `claim.limit` of them already leased to `claim.owner`."""
+    claimed = []
+    for n, a in enumerate(activities):
+        if claim is None or n >= claim.limit:
+            conn.execute("INSERT INTO activities (instance_id, execution_id, task_id, name, input, visible_at) "
+                         "VALUES (?, ?, ?, ?, ?, ?)", (a.instance_id, a.execution_id, a.task_id, a.name, a.input, now))
+            continue
+        token, expires = new_token(claim.owner), now + claim.lease
+        row = conn.execute(
+            "INSERT INTO activities (instance_id, execution_id, task_id, name, input, visible_at, dequeue_count, "
+            "lease_token, lease_expires) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)",
+            (a.instance_id, a.execution_id, a.task_id, a.name, a.input, now, token, expires))
+        claimed.append(ActivityItem(int(row.lastrowid or 0), a.instance_id, a.execution_id, a.task_id, a.name, a.input,
+                                    1, token, expires))
+    return claimed
 
 
 def query_instances(conn: sqlite3.Connection, query: InstanceQuery) -> QueryPage:
