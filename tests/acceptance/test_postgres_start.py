@@ -54,7 +54,7 @@ def test_without_a_server_setting_the_start_says_how_to_give_one(tmp_path: Path)
     assert "FUNCHOST_POSTGRES" in done.stderr and "--postgres CONNINFO" in done.stderr
 
 
-def test_the_banner_says_what_is_shared_through_the_server_and_what_stays_local(
+def test_the_banner_says_everything_is_shared_through_the_server_but_the_history(
         tmp_path: Path, postgres_dsn: str, postgres_schema: str) -> None:
     app = write_app(tmp_path / "app", APP)
     host = start_funchost(app, "--storage", "postgres", "--postgres", postgres_dsn, "--no-storage-endpoints",
@@ -63,10 +63,12 @@ def test_the_banner_says_what_is_shared_through_the_server_and_what_stays_local(
     assert code == 0, output
     assert "(storage: postgres," in output
     shared = next(line for line in output.splitlines() if line.startswith("Shared through PostgreSQL"))
-    assert f"schema {postgres_schema}" in shared and "blobs" in shared and "Event Grid" in shared and "keys" in shared
-    assert "Durable task hubs" in shared
-    local = next(line for line in output.splitlines() if line.startswith("Still in this host's data folder"))
-    assert "Durable task hubs" not in local and "blobs" not in local
+    assert f"schema {postgres_schema}" in shared
+    for service in ("queues", "blobs", "Event Grid", "keys", "tables", "documents", "Durable task hubs",
+                    "Service Bus", "Event Hubs"):
+        assert service in shared, service
+    assert "(the dashboard's invocation history stays per host)" in shared
+    assert "Still in this host's data folder" not in output  # nothing an app depends on stays local
 
 
 def test_resource_commands_on_separate_data_folders_share_the_server(
