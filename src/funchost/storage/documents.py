@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+# The connection a document binding names when it names none (the Cosmos DB extension's default).
+DEFAULT_DOCUMENTS_CONNECTION = "CosmosDB"
 DEFAULT_PARTITIONS = 1  # physical partitions of a new container unless asked otherwise
 
 

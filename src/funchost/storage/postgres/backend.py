@@ -23,7 +23,7 @@ from funchost.storage.backend import StorageBackend, create_backend
 from funchost.storage.blob_api import BlobApi
 from funchost.storage.blobs import BlobChangeJournal
 from funchost.storage.document_store import SqlDocumentStore
-from funchost.storage.documents import DocumentStore
+from funchost.storage.documents import DEFAULT_DOCUMENTS_CONNECTION, DocumentStore
 from funchost.storage.durable import TaskHub
 from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.eventhubs import EventHubBroker
@@ -39,7 +39,6 @@ from funchost.storage.queues import QueueService
 from funchost.storage.secrets import SecretStore
 from funchost.storage.servicebus import ServiceBusBroker
 from funchost.storage.servicebussql.broker import SqlServiceBusBroker
-from funchost.storage.sqlite.backend import DEFAULT_DOCUMENTS_CONNECTION
 from funchost.storage.table_store import SqlTableService
 from funchost.storage.tables import TableService
 

@@ -23,6 +23,7 @@ from funchost.settings.connections import (
     StorageConnection,
     resolve_storage_connection,
 )
+from funchost.storage.documents import DEFAULT_DOCUMENTS_CONNECTION
 from funchost.storage.secrets import FileSecrets
 from funchost.storage.sqlite.blobs import SqliteBlobAccount
 from funchost.storage.sqlite.documents import SqliteDocumentStore
@@ -35,7 +36,6 @@ from funchost.storage.sqlite.servicebus import SqliteServiceBusBroker
 from funchost.storage.sqlite.tables import SqliteTableService
 
 S = TypeVar("S")
-DEFAULT_DOCUMENTS_CONNECTION = "CosmosDB"
 
 
 class EmbeddedStorage:
