@@ -33,7 +33,9 @@ from funchost.storage.durable import (
     ActivityClaim,
     ActivityItem,
     Commit,
+    InstanceClaim,
     LeaseLost,
+    Outbound,
     WorkItem,
 )
 
@@ -50,7 +52,7 @@ class Dispatcher:
         self.owner = f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
         self.settings = EpisodeSettings(functions.catalog(), options.default_version,
                                         options.max_orchestration_actions, options.store_inputs_in_history)
-        self.activities = ActivityRunner(hub, functions, invoker)
+        self.activities = ActivityRunner(hub, functions, invoker, self._complete_activity)
         self.entities = EntityRunner(hub, functions, invoker)
         clock, signals = hub.clock, hub.signals
         self.loops = [
@@ -130,6 +132,22 @@ class Dispatcher:
             claimed = (await self.hub.commit(item, commit)).claimed
         finally:
             activities.adopt(claimed, reserved)
+
+    async def _complete_activity(self, item: ActivityItem, result: Outbound) -> bool:
+        """Deliver an activity's result, taking the orchestration it wakes in the same transaction
+        when the orchestration loop has a free slot: its next episode starts here at once instead
+        of after another fetch (an instance another host holds is not taken; it is woken as before)."""
+        orchestrations = self.loops[0]
+        reserved = orchestrations.reserve(1)
+        claimed: list[WorkItem] = []
+        try:
+            claim = InstanceClaim(self.owner, self.options.orchestration_lease) if reserved else None
+            done = await self.hub.complete_activity(item, result, claim)
+            if done.claimed is not None:
+                claimed.append(done.claimed)
+            return done.delivered
+        finally:
+            orchestrations.adopt(claimed, reserved)
 
     async def _call_orchestrator(self, name: str, history: list[dict[str, Any]], started: dict[str, Any]) -> SdkResult | None:
         function = self.functions.orchestrator(name)

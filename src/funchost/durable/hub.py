@@ -17,6 +17,8 @@ from funchost.storage.durable import (
     ActivityItem,
     Commit,
     Committed,
+    Delivered,
+    InstanceClaim,
     NewInstance,
     Outbound,
     TaskHub,
@@ -77,8 +79,10 @@ class NotifyingHub:
         await self.store.release(item)
         self.notify(kind_of(item.instance.instance_id))
 
-    async def complete_activity(self, item: ActivityItem, result: Outbound) -> bool:
-        done = await self.store.complete_activity(item, result, now=self.now())
-        if done:
+    async def complete_activity(self, item: ActivityItem, result: Outbound,
+                                claim: InstanceClaim | None = None) -> Delivered:
+        """The orchestration loops look for the woken instance unless this host's claim took it."""
+        done = await self.store.complete_activity(item, result, now=self.now(), claim=claim)
+        if done.delivered and done.claimed is None:
             self.notify(ORCHESTRATION)
         return done

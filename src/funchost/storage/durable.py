@@ -181,6 +181,25 @@ class Committed:
 
 
 @dataclass(frozen=True)
+class InstanceClaim:
+    """Take the orchestration an activity's result wakes under a new lease for `owner` in the same
+    transaction, if nobody holds it and it is not suspended: the host runs its next episode at once
+    instead of after a `lock_instances` (the same idea as `ActivityClaim`)."""
+
+    owner: str
+    lease: float
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """What an activity completion tells its caller: whether the result was delivered (the lease
+    held), and the instance it woke when `complete_activity`'s claim took it (else None)."""
+
+    delivered: bool
+    claimed: WorkItem | None = None
+
+
+@dataclass(frozen=True)
 class InstanceQuery:
     created_from: datetime | None = None
     created_to: datetime | None = None
@@ -255,8 +274,11 @@ class TaskHub(Protocol):
 
     async def lock_activities(self, *, owner: str, now: float, lease: float, limit: int) -> list[ActivityItem]: ...
 
-    async def complete_activity(self, item: ActivityItem, result: Outbound, *, now: float) -> bool:
-        """Delete the work item and deliver its result, if the lease is still held (else False)."""
+    async def complete_activity(self, item: ActivityItem, result: Outbound, *, now: float,
+                                claim: InstanceClaim | None = None) -> Delivered:
+        """Delete the work item and deliver its result, if the lease is still held (else not
+        delivered); with `claim`, also take the instance it wakes as `lock_instances` would (its
+        history and every visible message), when it is free and not suspended."""
 
     async def release_activity(self, item: ActivityItem) -> None: ...
 

@@ -242,4 +242,51 @@ BEGIN
 END $$;
 """
 
-STEPS = [_TABLES + _SEND + _REPLACE + _COMMIT + _COMPLETE]
+# Step 2: activity results that also take, for the completing host, the orchestrations they wake
+# (`owners[n]` / `leases[n]` set for the completions that ask): each such instance that nobody holds,
+# is not suspended and no other transaction is taking (SKIP LOCKED) is leased under a new token and
+# returned as `LOCK` returns it (instance, token, visible messages, shift, history); `o_done`, the
+# ids delivered, is in every row (one row of NULLs and `o_done` when nothing was taken).
+# `durable_complete` stays for hosts of the previous version until they are upgraded.
+_COMPLETE_CLAIM = """
+CREATE FUNCTION durable_complete_claim(h integer, p_now float8, p_ref float8, a_ids bigint[], tokens text[],
+    ids text[], execs text[], events text[], visible float8[], controls boolean[], owners text[], leases float8[])
+RETURNS TABLE (o_instance_id text, o_kind text, o_name text, o_version text, o_execution_id text, o_status text,
+    o_input text, o_output text, o_custom_status text, o_created_time float8, o_last_updated_time float8,
+    o_parent_instance_id text, o_entity_exists boolean, o_entity_state text, o_token text, o_ids bigint[],
+    o_execs text[], o_events text, o_visible float8[], o_shift float8, o_history text, o_done bigint[])
+LANGUAGE plpgsql AS $$
+DECLARE
+    done bigint[] := durable_complete(h, p_now, p_ref, a_ids, tokens, ids, execs, events, visible, controls);
+    v_now float8 := coalesce(p_now, extract(epoch FROM clock_timestamp()));
+BEGIN
+    RETURN QUERY
+    WITH wanted AS (
+        SELECT DISTINCT ON (w.inst) w.inst, w.own, w.lse FROM unnest(a_ids, ids, owners, leases)
+            WITH ORDINALITY AS w(a_id, inst, own, lse, n)
+        WHERE w.own IS NOT NULL AND w.a_id = ANY(done) ORDER BY w.inst, w.n),
+    picked AS (
+        SELECT i.instance_id, w.own, w.lse FROM wanted w
+        JOIN durable_instances i ON i.hub_id = h AND i.instance_id = w.inst
+        WHERE i.kind = 'orchestration' AND i.status <> 'Suspended'
+          AND (i.lease_expires IS NULL OR i.lease_expires <= v_now)
+        FOR UPDATE OF i SKIP LOCKED),
+    locked AS (
+        UPDATE durable_instances i SET lease_token = p.own || ':' || gen_random_uuid(), lease_expires = v_now + p.lse
+        FROM picked p WHERE i.hub_id = h AND i.instance_id = p.instance_id
+        RETURNING i.instance_id, i.kind, i.name, i.version, i.execution_id, i.status, i.input, i.output,
+            i.custom_status, i.created_time, i.last_updated_time, i.parent_instance_id, i.entity_exists,
+            i.entity_state, i.lease_token)
+    SELECT x.*, done FROM (SELECT 1) one LEFT JOIN (
+        SELECT l.*, m.*, v_now - p_ref,
+            (SELECT '[' || coalesce(string_agg(y.event, ',' ORDER BY y.seq), '') || ']' FROM durable_history y
+             WHERE y.hub_id = h AND y.instance_id = l.instance_id)
+        FROM locked l CROSS JOIN LATERAL (
+            SELECT array_agg(s.id ORDER BY s.id), array_agg(s.execution_id ORDER BY s.id),
+                '[' || string_agg(s.event, ',' ORDER BY s.id) || ']', array_agg(s.visible_at ORDER BY s.id)
+            FROM durable_inbox s WHERE s.hub_id = h AND s.instance_id = l.instance_id AND s.visible_at <= v_now) m
+    ) x ON true;
+END $$;
+"""
+
+STEPS = [_TABLES + _SEND + _REPLACE + _COMMIT + _COMPLETE, _COMPLETE_CLAIM]
