@@ -312,3 +312,34 @@ async def test_completions_at_once_claim_an_instance_once_and_deliver_each_resul
     rest = await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 2, lease=30, limit=5)
     later = [m.event["TaskScheduledId"] for w in rest for m in w.messages]
     assert committed.pending == bool(later) and sorted(first + later) == [0, 1, 2]
+
+
+async def test_a_start_can_take_the_instance_it_creates_for_its_host(hub: TaskHub) -> None:
+    item = await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES, claim=InstanceClaim("host1", 30))
+    assert item is not None and item.instance.status == "Pending" and item.history == []
+    assert [h.event_type(m.event) for m in item.messages] == [h.EventType.ExecutionStarted]
+    assert item.lease_token.startswith("host1:") and item.lease_expires == NOW + 30
+    assert await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 29, lease=30, limit=5) == []
+    (taken,) = await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 31, lease=30, limit=5)
+    with pytest.raises(LeaseLost):  # fenced like a locked instance
+        await hub.commit(item, Commit(running(), [m.id for m in item.messages]), now=NOW + 32)
+    await hub.commit(taken, Commit(running(), [m.id for m in taken.messages]), now=NOW + 32)
+    assert await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 100, lease=30, limit=5) == []
+
+
+async def test_a_start_takes_nothing_refused_or_not_yet_due(hub: TaskHub) -> None:
+    await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
+    with pytest.raises(InstanceExists):
+        await hub.create_instance(started("a", "e2"), now=NOW, dedupe=RUNNING_STATUSES,
+                                  claim=InstanceClaim("host1", 30))
+    (item,) = await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW, lease=30, limit=5)
+    assert item.instance.execution_id == "e1"  # the refused start took nothing
+    await hub.commit(item, Commit(running(), [m.id for m in item.messages]), now=NOW)
+    later = started("b")
+    scheduled = NewInstance(later.instance_id, later.name, later.version, later.execution_id, later.input,
+                            later.started, visible_at=NOW + 60)
+    assert await hub.create_instance(scheduled, now=NOW, dedupe=RUNNING_STATUSES,
+                                     claim=InstanceClaim("host1", 30)) is None
+    assert await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 1, lease=30, limit=5) == []
+    (due,) = await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 60, lease=30, limit=5)
+    assert due.instance.instance_id == "b"

@@ -33,6 +33,7 @@ from funchost.storage.durable import (
     ActivityClaim,
     ActivityItem,
     Commit,
+    Delivered,
     InstanceClaim,
     LeaseLost,
     Outbound,
@@ -69,8 +70,11 @@ class Dispatcher:
     async def start(self) -> None:
         for loop in self.loops:
             await loop.start()
+        self.hub.claimer = self
 
     async def stop(self) -> None:
+        if self.hub.claimer is self:
+            self.hub.claimer = None
         for loop in self.loops:
             await loop.stop()
 
@@ -133,21 +137,27 @@ class Dispatcher:
         finally:
             activities.adopt(claimed, reserved)
 
+    def reserve(self) -> InstanceClaim | None:
+        """A free orchestration slot for an instance a write takes for this host (`Claimer`)."""
+        if not self.loops[0].reserve(1):
+            return None
+        return InstanceClaim(self.owner, self.options.orchestration_lease)
+
+    def adopt(self, item: WorkItem | None, claim: InstanceClaim | None) -> None:
+        if claim is not None:
+            self.loops[0].adopt([] if item is None else [item], 1)
+
     async def _complete_activity(self, item: ActivityItem, result: Outbound) -> bool:
         """Deliver an activity's result, taking the orchestration it wakes in the same transaction
         when the orchestration loop has a free slot: its next episode starts here at once instead
         of after another fetch (an instance another host holds is not taken; it is woken as before)."""
-        orchestrations = self.loops[0]
-        reserved = orchestrations.reserve(1)
-        claimed: list[WorkItem] = []
+        claim = self.reserve()
+        done = Delivered(False)
         try:
-            claim = InstanceClaim(self.owner, self.options.orchestration_lease) if reserved else None
             done = await self.hub.complete_activity(item, result, claim)
-            if done.claimed is not None:
-                claimed.append(done.claimed)
             return done.delivered
         finally:
-            orchestrations.adopt(claimed, reserved)
+            self.adopt(done.claimed, claim)
 
     async def _call_orchestrator(self, name: str, history: list[dict[str, Any]], started: dict[str, Any]) -> SdkResult | None:
         function = self.functions.orchestrator(name)

@@ -182,9 +182,9 @@ class Committed:
 
 @dataclass(frozen=True)
 class InstanceClaim:
-    """Take the orchestration an activity's result wakes under a new lease for `owner` in the same
-    transaction, if nobody holds it and it is not suspended: the host runs its next episode at once
-    instead of after a `lock_instances` (the same idea as `ActivityClaim`)."""
+    """Take the orchestration a write wakes (an activity's result, a new instance's start) under a
+    new lease for `owner` in the same transaction, if nobody holds it and it is not suspended: the
+    host runs its next episode at once instead of after a `lock_instances` (as `ActivityClaim`)."""
 
     owner: str
     lease: float
@@ -235,9 +235,11 @@ class TaskHub(Protocol):
 
     # -- instances (clients) ----------------------------------------------------------------------
 
-    async def create_instance(self, instance: NewInstance, *, now: float, dedupe: frozenset[str]) -> None:
+    async def create_instance(self, instance: NewInstance, *, now: float, dedupe: frozenset[str],
+                              claim: InstanceClaim | None = None) -> WorkItem | None:
         """Create or replace an orchestration (Pending) and queue its ExecutionStarted.
-        Raises InstanceExists when the current status is in `dedupe`."""
+        Raises InstanceExists when the current status is in `dedupe`. With `claim`, also take the
+        new instance as `lock_instances` would when its start is due now (else None)."""
 
     async def get_instance(self, instance_id: str) -> InstanceRecord | None: ...
 

@@ -114,13 +114,18 @@ class PostgresTaskHub:
 
     # -- instances ---------------------------------------------------------------------------------
 
-    async def create_instance(self, instance: NewInstance, *, now: float, dedupe: frozenset[str]) -> None:
-        refused = await self._value(sql.CREATE, {
+    async def create_instance(self, instance: NewInstance, *, now: float, dedupe: frozenset[str],
+                              claim: InstanceClaim | None = None) -> WorkItem | None:
+        rows = await self._rows(sql.CREATE, {
             **self._times(now), "i": instance.instance_id, "nm": instance.name, "ver": instance.version,
             "x": instance.execution_id, "inp": instance.input, "started": json.dumps(instance.started),
-            "par": instance.parent_instance_id, "vis": instance.visible_at, "dedupe": sorted(dedupe)})
+            "par": instance.parent_instance_id, "vis": instance.visible_at, "dedupe": sorted(dedupe),
+            "owner": claim.owner if claim else None, "lease": claim.lease if claim else None})
+        refused = rows[0][-1]
         if refused is not None:
             raise InstanceExists(instance.instance_id, refused)
+        row = rows[0]
+        return _work_item(row, now + claim.lease) if row[0] is not None and claim is not None else None
 
     async def get_instance(self, instance_id: str) -> InstanceRecord | None:
         rows = await self._rows(sql.GET, {"i": instance_id})

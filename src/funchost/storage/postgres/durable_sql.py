@@ -28,8 +28,10 @@ GET = f"SELECT {INSTANCE} FROM durable_instances WHERE hub_id = %(h)s AND instan
 HISTORY = ("SELECT '[' || coalesce(string_agg(event, ',' ORDER BY seq), '') || ']' FROM durable_history "
            "WHERE hub_id = %(h)s AND instance_id = %(i)s")
 
-CREATE = ("SELECT durable_create(%(h)s, %(now)s, %(ref)s, %(i)s, %(nm)s, %(ver)s, %(x)s, %(inp)s, %(started)s, "
-          "%(par)s, %(vis)s, %(dedupe)s)")
+# An orchestration created (or replaced), taken for `owner` when its start is due now: the rows
+# `LOCK` returns (one row of NULLs when nothing was taken), the status that refused it last.
+CREATE = ("SELECT * FROM durable_create_claim(%(h)s, %(now)s, %(ref)s, %(i)s, %(nm)s, %(ver)s, %(x)s, %(inp)s, "
+          "%(started)s, %(par)s, %(vis)s, %(dedupe)s, %(owner)s, %(lease)s)")
 
 SEND = (f"{_T} SELECT durable_send(%(h)s, now, shift, %(ids)s, %(execs)s, %(events)s, %(vis)s, %(ctl)s) FROM t")
 

@@ -43,8 +43,13 @@ class SqliteTaskHub:
 
     # -- instances ---------------------------------------------------------------------------------
 
-    async def create_instance(self, instance: NewInstance, *, now: float, dedupe: frozenset[str]) -> None:
-        await self.db.write(lambda conn: sql.create_instance(conn, instance, now, dedupe))
+    async def create_instance(self, instance: NewInstance, *, now: float, dedupe: frozenset[str],
+                              claim: InstanceClaim | None = None) -> WorkItem | None:
+        def write(conn: sqlite3.Connection) -> WorkItem | None:
+            sql.create_instance(conn, instance, now, dedupe)
+            return None if claim is None else sql.claim_instance(conn, instance.instance_id, claim, now)
+
+        return await self.db.write(write)
 
     async def get_instance(self, instance_id: str) -> InstanceRecord | None:
         def read(conn: sqlite3.Connection) -> InstanceRecord | None:

@@ -146,11 +146,14 @@ def take_instance(conn: sqlite3.Connection, instance_id: str, *, owner: str, now
 
 
 def claim_instance(conn: sqlite3.Connection, instance_id: str, claim: InstanceClaim, now: float) -> WorkItem | None:
-    """Take an orchestration a delivered result woke, if nobody holds it and it is not suspended."""
+    """Take an orchestration a write just gave a message (a result, its start), if nobody holds it,
+    it is not suspended and a message is visible (a scheduled start waits for its time)."""
     row = conn.execute("SELECT kind, status, lease_expires FROM instances WHERE instance_id = ?",
                        (instance_id,)).fetchone()
     if (row is None or row["kind"] != ORCHESTRATION or row["status"] == "Suspended"
-            or (row["lease_expires"] is not None and row["lease_expires"] > now)):
+            or (row["lease_expires"] is not None and row["lease_expires"] > now)
+            or conn.execute("SELECT 1 FROM inbox WHERE instance_id = ? AND visible_at <= ? LIMIT 1",
+                            (instance_id, now)).fetchone() is None):
         return None
     return take_instance(conn, instance_id, owner=claim.owner, now=now, lease=claim.lease, batch=None)
 
