@@ -257,7 +257,7 @@ _TAKEN = """o_instance_id text, o_kind text, o_name text, o_version text, o_exec
     o_execs text[], o_events text, o_visible float8[], o_shift float8, o_history text"""
 _TAKE = f"""
 CREATE FUNCTION durable_take(h integer, v_now float8, v_shift float8, ids text[], owners text[], leases float8[])
-RETURNS TABLE ({_TAKEN}) LANGUAGE plpgsql AS $$
+RETURNS TABLE ({_TAKEN}) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
     RETURN QUERY
     WITH wanted AS (
@@ -310,4 +310,37 @@ BEGIN
 END $$;
 """
 
-STEPS = [_TABLES + _SEND + _REPLACE + _COMMIT + _COMPLETE, _TAKE]
+# Step 2 also: a start whose instance id is new inserts its row and ExecutionStarted directly (no old
+# execution to remove: the replacement's three deletes and the entity check were a third of a
+# start's time); an id that exists, or one created meanwhile (the insert conflicts), is replaced
+# as before.
+_CREATE_NEW = """
+CREATE OR REPLACE FUNCTION durable_create(h integer, p_now float8, p_ref float8, i text, nm text, ver text, x text,
+                                          inp text, started text, par text, visible float8, dedupe text[])
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    v_now float8 := coalesce(p_now, extract(epoch FROM clock_timestamp()));
+    prior text;
+BEGIN
+    SELECT status INTO prior FROM durable_instances WHERE hub_id = h AND instance_id = i FOR UPDATE;
+    IF prior = ANY(dedupe) THEN
+        RETURN prior;
+    END IF;
+    IF prior IS NULL THEN
+        INSERT INTO durable_instances (hub_id, instance_id, kind, name, version, execution_id, status, input,
+                                       created_time, last_updated_time, parent_instance_id)
+        VALUES (h, i, 'orchestration', nm, ver, x, 'Pending', inp, v_now, v_now, par)
+        ON CONFLICT (hub_id, instance_id) DO NOTHING;
+        IF FOUND THEN
+            INSERT INTO durable_inbox (hub_id, instance_id, execution_id, event, visible_at, control)
+            VALUES (h, i, x, started, coalesce(visible + (v_now - p_ref), v_now), false);
+            RETURN NULL;
+        END IF;
+    END IF;
+    PERFORM durable_replace(h, v_now, v_now - p_ref, ARRAY[i], ARRAY[nm], ARRAY[ver], ARRAY[x], ARRAY[inp],
+                            ARRAY[started], ARRAY[par], ARRAY[visible]);
+    RETURN NULL;
+END $$;
+"""
+
+STEPS = [_TABLES + _SEND + _REPLACE + _COMMIT + _COMPLETE, _TAKE + _CREATE_NEW]
