@@ -343,3 +343,17 @@ async def test_a_start_takes_nothing_refused_or_not_yet_due(hub: TaskHub) -> Non
     assert await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 1, lease=30, limit=5) == []
     (due,) = await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 60, lease=30, limit=5)
     assert due.instance.instance_id == "b"
+
+
+async def test_a_result_with_more_activities_outstanding_leaves_the_instance_for_one_fetch(hub: TaskHub) -> None:
+    await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
+    (item,) = await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW, lease=30, limit=1)
+    await hub.commit(item, Commit(running(), [m.id for m in item.messages],
+                                  activities=[NewActivity("a", "e1", n, "act", None) for n in range(2)]), now=NOW)
+    first, second = await hub.lock_activities(owner="w", now=NOW, lease=60, limit=2)
+    early = await hub.complete_activity(first, Outbound("a", {"EventType": 5, "TaskScheduledId": 0}, "e1"),
+                                        now=NOW + 1, claim=InstanceClaim("host1", 30))
+    assert early.delivered and early.claimed is None  # the other result is still to come
+    last = await hub.complete_activity(second, Outbound("a", {"EventType": 5, "TaskScheduledId": 1}, "e1"),
+                                       now=NOW + 1, claim=InstanceClaim("host1", 30))
+    assert last.claimed is not None and [m.event["TaskScheduledId"] for m in last.claimed.messages] == [0, 1]

@@ -280,7 +280,8 @@ class TaskHub(Protocol):
                                 claim: InstanceClaim | None = None) -> Delivered:
         """Delete the work item and deliver its result, if the lease is still held (else not
         delivered); with `claim`, also take the instance it wakes as `lock_instances` would (its
-        history and every visible message), when it is free and not suspended."""
+        history and every visible message), when it is free, not suspended and has no other
+        activity outstanding (a fan-out's results are left for one fetch to take together)."""
 
     async def release_activity(self, item: ActivityItem) -> None: ...
 

@@ -246,8 +246,9 @@ END $$;
 # (for `leases[n]` seconds) each orchestration `ids[n]` that nobody holds, is not suspended, has a
 # visible message and no other transaction is taking (SKIP LOCKED), and returns it as `LOCK` does
 # (instance, token, visible messages, shift, history). `durable_complete_claim` delivers activity
-# results and takes the instances they wake for the completions that ask (`owners[n]` set): the
-# ids delivered are in every row (one row of NULLs and `o_done` when nothing was taken);
+# results and takes the instances they wake for the completions that ask (`owners[n]` set) and
+# have no other activity outstanding (a fan-out's results wait to be taken together): the ids
+# delivered are in every row (one row of NULLs and `o_done` when nothing was taken);
 # `durable_create_claim` creates an orchestration and takes it when its start is due now.
 # `durable_complete` and `durable_create` stay (and are called): hosts of the previous version
 # keep working until they are upgraded.
@@ -295,8 +296,10 @@ DECLARE
 BEGIN
     RETURN QUERY SELECT t.*, done FROM (SELECT 1) one LEFT JOIN LATERAL durable_take(h, v_now, v_now - p_ref,
         ARRAY(SELECT w.i FROM unnest(a_ids, ids) WITH ORDINALITY AS w(a, i, n) ORDER BY w.n),
-        ARRAY(SELECT CASE WHEN w.a = ANY(done) THEN w.o END FROM unnest(a_ids, owners) WITH ORDINALITY AS w(a, o, n)
-              ORDER BY w.n), leases) t ON true;
+        ARRAY(SELECT CASE WHEN w.a = ANY(done) AND NOT EXISTS (SELECT 1 FROM durable_activities x
+                                                               WHERE x.hub_id = h AND x.instance_id = w.i)
+                          THEN w.o END
+              FROM unnest(a_ids, ids, owners) WITH ORDINALITY AS w(a, i, o, n) ORDER BY w.n), leases) t ON true;
 END $$;
 CREATE FUNCTION durable_create_claim(h integer, p_now float8, p_ref float8, i text, nm text, ver text, x text,
     inp text, started text, par text, visible float8, dedupe text[], owner text, lease float8)

@@ -152,7 +152,7 @@ class SqliteTaskHub:
                             (item.id, item.lease_token)).rowcount != 1:
                 return Delivered(False)
             sql.send_messages(conn, [result], now)
-            return Delivered(True, None if claim is None else sql.claim_instance(conn, result.instance_id, claim, now))
+            return Delivered(True, None if claim is None else sql.claim_woken(conn, result.instance_id, claim, now))
 
         return await self.db.write(write)
 

@@ -82,7 +82,8 @@ CREATE TABLE IF NOT EXISTS activities (
     lease_token TEXT,
     lease_expires REAL
 );
-CREATE INDEX IF NOT EXISTS activities_visible ON activities (visible_at, id)
+CREATE INDEX IF NOT EXISTS activities_visible ON activities (visible_at, id);
+CREATE INDEX IF NOT EXISTS activities_instance ON activities (instance_id)
 """
 
 LOCKABLE = """
@@ -156,6 +157,14 @@ def claim_instance(conn: sqlite3.Connection, instance_id: str, claim: InstanceCl
                             (instance_id, now)).fetchone() is None):
         return None
     return take_instance(conn, instance_id, owner=claim.owner, now=now, lease=claim.lease, batch=None)
+
+
+def claim_woken(conn: sqlite3.Connection, instance_id: str, claim: InstanceClaim, now: float) -> WorkItem | None:
+    """After an activity's result: take the instance unless more of its activities are outstanding
+    (a fan-out's results are taken together by the next fetch, not one episode each)."""
+    if conn.execute("SELECT 1 FROM activities WHERE instance_id = ? LIMIT 1", (instance_id,)).fetchone():
+        return None
+    return claim_instance(conn, instance_id, claim, now)
 
 
 def _replace_instance(conn: sqlite3.Connection, instance: NewInstance, now: float) -> None:
