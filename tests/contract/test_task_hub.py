@@ -17,7 +17,9 @@ from funchost.storage.durable import (
     ORCHESTRATION,
     RUNNING_STATUSES,
     ActivityClaim,
+    ActivityItem,
     Commit,
+    InstanceClaim,
     InstanceExists,
     InstanceQuery,
     InstanceUpdate,
@@ -101,9 +103,9 @@ async def test_activities_run_at_least_once_and_only_the_lease_holder_delivers(h
     (second,) = await hub.lock_activities(owner="w2", now=NOW + 61, lease=60, limit=5)
     assert second.dequeue_count == 2
     result = Outbound("a", {"EventType": 5, "TaskScheduledId": 0}, "e1")
-    assert await hub.complete_activity(first, result, now=NOW + 62) is False
+    assert (await hub.complete_activity(first, result, now=NOW + 62)).delivered is False
     assert await hub.renew_activity(first, until=NOW + 200) is False
-    assert await hub.complete_activity(second, result, now=NOW + 62) is True
+    assert (await hub.complete_activity(second, result, now=NOW + 62)).delivered is True
     (woken,) = await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW + 63, lease=30, limit=1)
     assert [m.event["EventType"] for m in woken.messages] == [5]
 
@@ -201,7 +203,7 @@ async def test_a_commit_can_take_the_activities_it_creates_for_its_host(hub: Tas
     assert not done.pending  # nothing else waits for the instance
     (rest,) = await hub.lock_activities(owner="host2", now=NOW, lease=60, limit=5)  # the third only
     assert rest.task_id == 2
-    assert await hub.complete_activity(done.claimed[0], Outbound("a", {"EventType": 5}, "e1"), now=NOW) is True
+    assert (await hub.complete_activity(done.claimed[0], Outbound("a", {"EventType": 5}, "e1"), now=NOW)).delivered
     lapsed = await hub.lock_activities(owner="host2", now=NOW + 61, lease=60, limit=5)  # the leases lapsed
     assert [(a.task_id, a.dequeue_count) for a in lapsed] == [(1, 2), (2, 2)]
 
@@ -212,3 +214,146 @@ async def test_a_commit_says_whether_messages_wait_for_the_instance(hub: TaskHub
     await hub.send([Outbound("a", {"EventType": 15, "Name": "x"})], now=NOW)  # arrives while held
     done = await hub.commit(item, Commit(running(), [m.id for m in item.messages]), now=NOW)
     assert done.pending and done.claimed == []
+
+
+async def _waiting_on_activity(hub: TaskHub, instance_id: str = "a") -> ActivityItem:
+    """An orchestration that scheduled one activity (history written), the activity leased to `w`."""
+    await hub.create_instance(started(instance_id), now=NOW, dedupe=RUNNING_STATUSES)
+    (item,) = await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW, lease=30, limit=1)
+    await hub.commit(item, Commit(running(), [m.id for m in item.messages], history=[{"EventType": 12}],
+                                  activities=[NewActivity(instance_id, "e1", 0, "act", None)]), now=NOW)
+    (activity,) = await hub.lock_activities(owner="w", now=NOW, lease=60, limit=1)
+    return activity
+
+
+async def test_a_completion_can_take_the_instance_it_wakes_for_its_host(hub: TaskHub) -> None:
+    activity = await _waiting_on_activity(hub)
+    await hub.send([Outbound("a", {"EventType": 15, "Name": "x"})], now=NOW)  # waiting already: it comes too
+    done = await hub.complete_activity(activity, Outbound("a", {"EventType": 5, "TaskScheduledId": 0}, "e1"),
+                                       now=NOW + 1, claim=InstanceClaim("host1", 30))
+    assert done.delivered and done.claimed is not None
+    item = done.claimed
+    assert item.instance.instance_id == "a" and item.instance.status == "Running"
+    assert item.lease_token.startswith("host1:") and item.lease_expires == NOW + 31
+    assert [e["EventType"] for e in item.history] == [12]
+    assert [m.event["EventType"] for m in item.messages] == [15, 5]
+    # Held like a locked instance: nobody else takes it while the lease lasts, and nothing is left to take.
+    assert await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 2, lease=30, limit=5) == []
+    committed = await hub.commit(item, Commit(running(), [m.id for m in item.messages],
+                                              history=[{"EventType": 15}, {"EventType": 5}]), now=NOW + 2)
+    assert not committed.pending
+    assert await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 100, lease=30, limit=5) == []
+    assert [e["EventType"] for e in await hub.get_history("a")] == [12, 15, 5]
+
+
+async def test_a_claimed_instance_is_fenced_by_its_lease_like_a_locked_one(hub: TaskHub) -> None:
+    activity = await _waiting_on_activity(hub)
+    done = await hub.complete_activity(activity, Outbound("a", {"EventType": 5, "TaskScheduledId": 0}, "e1"),
+                                       now=NOW + 1, claim=InstanceClaim("host1", 30))
+    assert done.claimed is not None
+    stale = done.claimed
+    (taken,) = await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 32, lease=30, limit=5)
+    assert taken.lease_token != stale.lease_token and [m.event["EventType"] for m in taken.messages] == [5]
+    assert await hub.renew_instance(stale, until=NOW + 300) is False
+    with pytest.raises(LeaseLost):
+        await hub.commit(stale, Commit(running(status="Completed"), [m.id for m in stale.messages],
+                                       history=[{"EventType": 5}]), now=NOW + 33)
+    assert [e["EventType"] for e in await hub.get_history("a")] == [12]  # the stale holder wrote nothing
+    await hub.commit(taken, Commit(running(), [m.id for m in taken.messages], history=[{"EventType": 5}]),
+                     now=NOW + 34)
+    assert [e["EventType"] for e in await hub.get_history("a")] == [12, 5]
+
+
+async def test_a_completion_claims_nothing_held_by_another_host_or_suspended(hub: TaskHub) -> None:
+    activity = await _waiting_on_activity(hub)
+    await hub.send([Outbound("a", {"EventType": 15, "Name": "x"})], now=NOW)
+    (held,) = await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW, lease=30, limit=5)
+    done = await hub.complete_activity(activity, Outbound("a", {"EventType": 5, "TaskScheduledId": 0}, "e1"),
+                                       now=NOW + 1, claim=InstanceClaim("host1", 30))
+    assert done.delivered and done.claimed is None
+    committed = await hub.commit(held, Commit(running(), [m.id for m in held.messages]), now=NOW + 2)
+    assert committed.pending  # the result waits for the next taker, once
+    (woken,) = await hub.lock_instances(ORCHESTRATION, owner="host1", now=NOW + 2, lease=30, limit=5)
+    assert [m.event["EventType"] for m in woken.messages] == [5]
+    await hub.commit(woken, Commit(running(status="Suspended"), [m.id for m in woken.messages],
+                                   activities=[NewActivity("a", "e1", 1, "act", None)]), now=NOW + 3)
+    (second,) = await hub.lock_activities(owner="w", now=NOW + 3, lease=60, limit=1)
+    suspended = await hub.complete_activity(second, Outbound("a", {"EventType": 5, "TaskScheduledId": 1}, "e1"),
+                                            now=NOW + 4, claim=InstanceClaim("host1", 30))
+    assert suspended.delivered and suspended.claimed is None
+    assert await hub.lock_instances(ORCHESTRATION, owner="host1", now=NOW + 5, lease=30, limit=5) == []
+
+
+async def test_a_stale_completion_claims_nothing(hub: TaskHub) -> None:
+    activity = await _waiting_on_activity(hub)
+    (again,) = await hub.lock_activities(owner="w2", now=NOW + 61, lease=60, limit=1)  # the lease lapsed
+    result = Outbound("a", {"EventType": 5, "TaskScheduledId": 0}, "e1")
+    stale = await hub.complete_activity(activity, result, now=NOW + 62, claim=InstanceClaim("host1", 30))
+    assert not stale.delivered and stale.claimed is None
+    done = await hub.complete_activity(again, result, now=NOW + 62, claim=InstanceClaim("host2", 30))
+    assert done.delivered and done.claimed is not None and len(done.claimed.messages) == 1
+
+
+async def test_completions_at_once_claim_an_instance_once_and_deliver_each_result_once(hub: TaskHub) -> None:
+    import asyncio
+
+    await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
+    (item,) = await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW, lease=30, limit=1)
+    await hub.commit(item, Commit(running(), [m.id for m in item.messages],
+                                  activities=[NewActivity("a", "e1", n, "act", None) for n in range(3)]), now=NOW)
+    activities = await hub.lock_activities(owner="w", now=NOW, lease=60, limit=3)
+    done = await asyncio.gather(*(hub.complete_activity(
+        a, Outbound("a", {"EventType": 5, "TaskScheduledId": a.task_id}, "e1"), now=NOW + 1,
+        claim=InstanceClaim("host1", 30)) for a in activities))
+    assert all(d.delivered for d in done)
+    (claimed,) = [d.claimed for d in done if d.claimed is not None]
+    first = [m.event["TaskScheduledId"] for m in claimed.messages]
+    committed = await hub.commit(claimed, Commit(running(), [m.id for m in claimed.messages]), now=NOW + 2)
+    rest = await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 2, lease=30, limit=5)
+    later = [m.event["TaskScheduledId"] for w in rest for m in w.messages]
+    assert committed.pending == bool(later) and sorted(first + later) == [0, 1, 2]
+
+
+async def test_a_start_can_take_the_instance_it_creates_for_its_host(hub: TaskHub) -> None:
+    item = await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES, claim=InstanceClaim("host1", 30))
+    assert item is not None and item.instance.status == "Pending" and item.history == []
+    assert [h.event_type(m.event) for m in item.messages] == [h.EventType.ExecutionStarted]
+    assert item.lease_token.startswith("host1:") and item.lease_expires == NOW + 30
+    assert await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 29, lease=30, limit=5) == []
+    (taken,) = await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 31, lease=30, limit=5)
+    with pytest.raises(LeaseLost):  # fenced like a locked instance
+        await hub.commit(item, Commit(running(), [m.id for m in item.messages]), now=NOW + 32)
+    await hub.commit(taken, Commit(running(), [m.id for m in taken.messages]), now=NOW + 32)
+    assert await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 100, lease=30, limit=5) == []
+
+
+async def test_a_start_takes_nothing_refused_or_not_yet_due(hub: TaskHub) -> None:
+    await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
+    with pytest.raises(InstanceExists):
+        await hub.create_instance(started("a", "e2"), now=NOW, dedupe=RUNNING_STATUSES,
+                                  claim=InstanceClaim("host1", 30))
+    (item,) = await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW, lease=30, limit=5)
+    assert item.instance.execution_id == "e1"  # the refused start took nothing
+    await hub.commit(item, Commit(running(), [m.id for m in item.messages]), now=NOW)
+    later = started("b")
+    scheduled = NewInstance(later.instance_id, later.name, later.version, later.execution_id, later.input,
+                            later.started, visible_at=NOW + 60)
+    assert await hub.create_instance(scheduled, now=NOW, dedupe=RUNNING_STATUSES,
+                                     claim=InstanceClaim("host1", 30)) is None
+    assert await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 1, lease=30, limit=5) == []
+    (due,) = await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 60, lease=30, limit=5)
+    assert due.instance.instance_id == "b"
+
+
+async def test_a_result_with_more_activities_outstanding_leaves_the_instance_for_one_fetch(hub: TaskHub) -> None:
+    await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
+    (item,) = await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW, lease=30, limit=1)
+    await hub.commit(item, Commit(running(), [m.id for m in item.messages],
+                                  activities=[NewActivity("a", "e1", n, "act", None) for n in range(2)]), now=NOW)
+    first, second = await hub.lock_activities(owner="w", now=NOW, lease=60, limit=2)
+    early = await hub.complete_activity(first, Outbound("a", {"EventType": 5, "TaskScheduledId": 0}, "e1"),
+                                        now=NOW + 1, claim=InstanceClaim("host1", 30))
+    assert early.delivered and early.claimed is None  # the other result is still to come
+    last = await hub.complete_activity(second, Outbound("a", {"EventType": 5, "TaskScheduledId": 1}, "e1"),
+                                       now=NOW + 1, claim=InstanceClaim("host1", 30))
+    assert last.claimed is not None and [m.event["TaskScheduledId"] for m in last.claimed.messages] == [0, 1]

@@ -10,6 +10,7 @@ to another host after a pause writes nothing.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from funchost.durable import history as h
@@ -25,11 +26,22 @@ log = logging.getLogger("funchost.durable")
 REASON = "(null)"  # the host logs durable trigger invocations without a reason
 
 
+Complete = Callable[[ActivityItem, Outbound], Awaitable[bool]]
+
+
 class ActivityRunner:
-    def __init__(self, hub: NotifyingHub, functions: DurableFunctions, invoker: FunctionInvoker) -> None:
+    """`complete` delivers a result (default: the hub's `complete_activity`); the dispatcher's also
+    takes the orchestration it wakes when this host has room for it."""
+
+    def __init__(self, hub: NotifyingHub, functions: DurableFunctions, invoker: FunctionInvoker,
+                 complete: Complete | None = None) -> None:
         self.hub = hub
         self.functions = functions
         self.invoker = invoker
+        self.complete = complete or self._complete
+
+    async def _complete(self, item: ActivityItem, result: Outbound) -> bool:
+        return (await self.hub.complete_activity(item, result)).delivered
 
     async def run(self, item: ActivityItem) -> None:
         if item.name == HTTP_ACTIVITY:
@@ -61,7 +73,7 @@ class ActivityRunner:
         await self._deliver(item, event)
 
     async def _deliver(self, item: ActivityItem, event: dict[str, object]) -> None:
-        delivered = await self.hub.complete_activity(item, Outbound(item.instance_id, event, item.execution_id))
+        delivered = await self.complete(item, Outbound(item.instance_id, event, item.execution_id))
         if not delivered:
             log.warning("durable: the lease on activity '%s' (task %d of '%s') lapsed; another host runs it again",
                         item.name, item.task_id, item.instance_id)

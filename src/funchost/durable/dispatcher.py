@@ -33,7 +33,10 @@ from funchost.storage.durable import (
     ActivityClaim,
     ActivityItem,
     Commit,
+    Delivered,
+    InstanceClaim,
     LeaseLost,
+    Outbound,
     WorkItem,
 )
 
@@ -50,7 +53,7 @@ class Dispatcher:
         self.owner = f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
         self.settings = EpisodeSettings(functions.catalog(), options.default_version,
                                         options.max_orchestration_actions, options.store_inputs_in_history)
-        self.activities = ActivityRunner(hub, functions, invoker)
+        self.activities = ActivityRunner(hub, functions, invoker, self._complete_activity)
         self.entities = EntityRunner(hub, functions, invoker)
         clock, signals = hub.clock, hub.signals
         self.loops = [
@@ -67,8 +70,11 @@ class Dispatcher:
     async def start(self) -> None:
         for loop in self.loops:
             await loop.start()
+        self.hub.claimer = self
 
     async def stop(self) -> None:
+        if self.hub.claimer is self:
+            self.hub.claimer = None
         for loop in self.loops:
             await loop.stop()
 
@@ -130,6 +136,28 @@ class Dispatcher:
             claimed = (await self.hub.commit(item, commit)).claimed
         finally:
             activities.adopt(claimed, reserved)
+
+    def reserve(self) -> InstanceClaim | None:
+        """A free orchestration slot for an instance a write takes for this host (`Claimer`)."""
+        if not self.loops[0].reserve(1):
+            return None
+        return InstanceClaim(self.owner, self.options.orchestration_lease)
+
+    def adopt(self, item: WorkItem | None, claim: InstanceClaim | None) -> None:
+        if claim is not None:
+            self.loops[0].adopt([] if item is None else [item], 1)
+
+    async def _complete_activity(self, item: ActivityItem, result: Outbound) -> bool:
+        """Deliver an activity's result, taking the orchestration it wakes in the same transaction
+        when the orchestration loop has a free slot: its next episode starts here at once instead
+        of after another fetch (an instance another host holds is not taken; it is woken as before)."""
+        claim = self.reserve()
+        done = Delivered(False)
+        try:
+            done = await self.hub.complete_activity(item, result, claim)
+            return done.delivered
+        finally:
+            self.adopt(done.claimed, claim)
 
     async def _call_orchestrator(self, name: str, history: list[dict[str, Any]], started: dict[str, Any]) -> SdkResult | None:
         function = self.functions.orchestrator(name)

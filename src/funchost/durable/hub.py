@@ -8,6 +8,7 @@ of at the next poll. Work produced by other processes is found by polling.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import Protocol
 
 from funchost.clock import Clock
 from funchost.runtime.signals import Signals
@@ -17,6 +18,8 @@ from funchost.storage.durable import (
     ActivityItem,
     Commit,
     Committed,
+    Delivered,
+    InstanceClaim,
     NewInstance,
     Outbound,
     TaskHub,
@@ -34,12 +37,23 @@ def kind_of(instance_id: str) -> str:
     return ENTITY if instance_id.startswith("@") else ORCHESTRATION
 
 
+class Claimer(Protocol):
+    """The orchestration loop of this process (the dispatcher), when it runs: `reserve` holds a
+    free slot for an instance a write may take (None: no room), `adopt` runs what was taken in it
+    (or frees the slot)."""
+
+    def reserve(self) -> InstanceClaim | None: ...
+
+    def adopt(self, item: WorkItem | None, claim: InstanceClaim | None) -> None: ...
+
+
 class NotifyingHub:
     def __init__(self, store: TaskHub, signals: Signals, clock: Clock) -> None:
         self.store = store
         self.name = store.name
         self.signals = signals
         self.clock = clock
+        self.claimer: Claimer | None = None  # set while this process's dispatchers run
 
     def now(self) -> float:
         return self.clock.now().timestamp()
@@ -52,8 +66,18 @@ class NotifyingHub:
             self.notify(kind)
 
     async def create_instance(self, instance: NewInstance, *, dedupe: frozenset[str]) -> None:
-        await self.store.create_instance(instance, now=self.now(), dedupe=dedupe)
-        self.notify(ORCHESTRATION)
+        """A new instance starts on this host at once when its orchestration loop has room (the
+        create takes it); otherwise the orchestration loops look for it."""
+        claimer = self.claimer
+        claim = claimer.reserve() if claimer is not None else None
+        taken: WorkItem | None = None
+        try:
+            taken = await self.store.create_instance(instance, now=self.now(), dedupe=dedupe, claim=claim)
+        finally:
+            if claimer is not None:
+                claimer.adopt(taken, claim)
+        if taken is None:
+            self.notify(ORCHESTRATION)
 
     async def send(self, messages: Sequence[Outbound]) -> None:
         await self.store.send(messages, now=self.now())
@@ -77,8 +101,10 @@ class NotifyingHub:
         await self.store.release(item)
         self.notify(kind_of(item.instance.instance_id))
 
-    async def complete_activity(self, item: ActivityItem, result: Outbound) -> bool:
-        done = await self.store.complete_activity(item, result, now=self.now())
-        if done:
+    async def complete_activity(self, item: ActivityItem, result: Outbound,
+                                claim: InstanceClaim | None = None) -> Delivered:
+        """The orchestration loops look for the woken instance unless this host's claim took it."""
+        done = await self.store.complete_activity(item, result, now=self.now(), claim=claim)
+        if done.delivered and done.claimed is None:
             self.notify(ORCHESTRATION)
         return done

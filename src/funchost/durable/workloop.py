@@ -71,6 +71,7 @@ class WorkLoop:
         self._loop = PollLoop(f"durable:{name}", self._poll, self._strategy, clock, on_error=self._on_error)
         self._running: set[asyncio.Task[None]] = set()
         self._reserved = 0  # slots promised to work taken elsewhere (`reserve` / `adopt`)
+        self._stopping = False
         self._slot_freed = asyncio.Event()
         self._unsubscribe: Callable[[], None] | None = None
 
@@ -79,14 +80,20 @@ class WorkLoop:
         self._loop.start()
 
     async def stop(self) -> None:
-        """Fetch nothing more; let the work in progress finish (or give its lease back)."""
+        """Fetch nothing more and reserve no more slots; let the work in progress (and the work
+        being taken for slots already reserved) finish, or give its lease back."""
+        self._stopping = True
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
         self._slot_freed.set()
         await self._loop.stop()
-        while self._running:
-            await asyncio.gather(*list(self._running), return_exceptions=True)
+        while self._running or self._reserved:
+            if self._running:
+                await asyncio.gather(*list(self._running), return_exceptions=True)
+            else:
+                self._slot_freed.clear()
+                await self._slot_freed.wait()
 
     def notify(self) -> None:
         self._loop.notify()
@@ -97,7 +104,10 @@ class WorkLoop:
 
     def reserve(self, wanted: int) -> int:
         """Hold up to `wanted` free slots for work about to be taken outside this loop (activities
-        a commit takes for this host); give them back with `adopt`."""
+        a commit or a completion takes for this host); give them back with `adopt`. None once the
+        loop is stopping."""
+        if self._stopping:
+            return 0
         granted = max(0, min(wanted, self.limit - len(self._running) - self._reserved))
         self._reserved += granted
         return granted

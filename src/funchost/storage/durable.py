@@ -181,6 +181,25 @@ class Committed:
 
 
 @dataclass(frozen=True)
+class InstanceClaim:
+    """Take the orchestration a write wakes (an activity's result, a new instance's start) under a
+    new lease for `owner` in the same transaction, if nobody holds it and it is not suspended: the
+    host runs its next episode at once instead of after a `lock_instances` (as `ActivityClaim`)."""
+
+    owner: str
+    lease: float
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """What an activity completion tells its caller: whether the result was delivered (the lease
+    held), and the instance it woke when `complete_activity`'s claim took it (else None)."""
+
+    delivered: bool
+    claimed: WorkItem | None = None
+
+
+@dataclass(frozen=True)
 class InstanceQuery:
     created_from: datetime | None = None
     created_to: datetime | None = None
@@ -216,9 +235,11 @@ class TaskHub(Protocol):
 
     # -- instances (clients) ----------------------------------------------------------------------
 
-    async def create_instance(self, instance: NewInstance, *, now: float, dedupe: frozenset[str]) -> None:
+    async def create_instance(self, instance: NewInstance, *, now: float, dedupe: frozenset[str],
+                              claim: InstanceClaim | None = None) -> WorkItem | None:
         """Create or replace an orchestration (Pending) and queue its ExecutionStarted.
-        Raises InstanceExists when the current status is in `dedupe`."""
+        Raises InstanceExists when the current status is in `dedupe`. With `claim`, also take the
+        new instance as `lock_instances` would when its start is due now (else None)."""
 
     async def get_instance(self, instance_id: str) -> InstanceRecord | None: ...
 
@@ -255,8 +276,12 @@ class TaskHub(Protocol):
 
     async def lock_activities(self, *, owner: str, now: float, lease: float, limit: int) -> list[ActivityItem]: ...
 
-    async def complete_activity(self, item: ActivityItem, result: Outbound, *, now: float) -> bool:
-        """Delete the work item and deliver its result, if the lease is still held (else False)."""
+    async def complete_activity(self, item: ActivityItem, result: Outbound, *, now: float,
+                                claim: InstanceClaim | None = None) -> Delivered:
+        """Delete the work item and deliver its result, if the lease is still held (else not
+        delivered); with `claim`, also take the instance it wakes as `lock_instances` would (its
+        history and every visible message), when it is free, not suspended and has no other
+        activity outstanding (a fan-out's results are left for one fetch to take together)."""
 
     async def release_activity(self, item: ActivityItem) -> None: ...
 

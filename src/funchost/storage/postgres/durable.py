@@ -32,8 +32,10 @@ from funchost.storage.durable import (
     ActivityItem,
     Commit,
     Committed,
+    Delivered,
     Event,
     HubCounts,
+    InstanceClaim,
     InstanceExists,
     InstanceQuery,
     InstanceRecord,
@@ -112,13 +114,18 @@ class PostgresTaskHub:
 
     # -- instances ---------------------------------------------------------------------------------
 
-    async def create_instance(self, instance: NewInstance, *, now: float, dedupe: frozenset[str]) -> None:
-        refused = await self._value(sql.CREATE, {
+    async def create_instance(self, instance: NewInstance, *, now: float, dedupe: frozenset[str],
+                              claim: InstanceClaim | None = None) -> WorkItem | None:
+        rows = await self._rows(sql.CREATE, {
             **self._times(now), "i": instance.instance_id, "nm": instance.name, "ver": instance.version,
             "x": instance.execution_id, "inp": instance.input, "started": json.dumps(instance.started),
-            "par": instance.parent_instance_id, "vis": instance.visible_at, "dedupe": sorted(dedupe)})
+            "par": instance.parent_instance_id, "vis": instance.visible_at, "dedupe": sorted(dedupe),
+            "owner": claim.owner if claim else None, "lease": claim.lease if claim else None})
+        refused = rows[0][-1]
         if refused is not None:
             raise InstanceExists(instance.instance_id, refused)
+        row = rows[0]
+        return _work_item(row, now + claim.lease) if row[0] is not None and claim is not None else None
 
     async def get_instance(self, instance_id: str) -> InstanceRecord | None:
         rows = await self._rows(sql.GET, {"i": instance_id})
@@ -222,14 +229,25 @@ class PostgresTaskHub:
         return sorted((ActivityItem(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], now + lease) for r in rows),
                       key=lambda item: item.id)
 
-    async def complete_activity(self, item: ActivityItem, result: Outbound, *, now: float) -> bool:
-        return await self._completions.complete(Completion(item, result, now))
+    async def complete_activity(self, item: ActivityItem, result: Outbound, *, now: float,
+                                claim: InstanceClaim | None = None) -> Delivered:
+        return await self._completions.complete(Completion(item, result, now, claim))
 
-    async def _complete(self, batch: Sequence[Completion]) -> set[int]:
-        done = await self._value(sql.COMPLETE, {
+    async def _complete(self, batch: Sequence[Completion]) -> dict[int, Delivered]:
+        """One statement for the batch; each instance taken goes to the first completion that asked
+        for it (the one whose slot the statement filled)."""
+        rows = await self._rows(sql.COMPLETE, {
             **self._times(batch[0].now), "a_ids": [c.item.id for c in batch],
-            "tokens": [c.item.lease_token for c in batch], **_outbound([c.result for c in batch])})
-        return set(done or ())
+            "tokens": [c.item.lease_token for c in batch], **_outbound([c.result for c in batch]),
+            "owners": [c.claim.owner if c.claim else None for c in batch],
+            "leases": [c.claim.lease if c.claim else None for c in batch]})
+        done, taken = set(rows[0][-1] or ()), {row[0]: row for row in rows if row[0] is not None}
+        delivered = {}
+        for c in (c for c in batch if c.item.id in done):
+            row = taken.pop(c.result.instance_id, None) if c.claim is not None else None
+            claimed = _work_item(row, c.now + c.claim.lease) if row is not None and c.claim is not None else None
+            delivered[c.item.id] = Delivered(True, claimed)
+        return delivered
 
     async def release_activity(self, item: ActivityItem) -> None:
         await self._rows(sql.RELEASE_ACTIVITY, {"id": item.id, "token": item.lease_token})

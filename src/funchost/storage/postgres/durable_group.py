@@ -4,7 +4,7 @@ A fan-out finishes many activities at once; one statement per completion would q
 the pool and pay a round trip and a transaction each. Completions made while a statement is
 running wait for it and go together in the next one (at most MAX_GROUP), so a lone completion
 goes at once and a burst costs a few statements. Each caller still learns whether its own lease
-held (the server function returns the ids it delivered).
+held (the server function returns the ids it delivered) and gets the instance its claim took.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from funchost.storage.durable import ActivityItem, Outbound
+from funchost.storage.durable import ActivityItem, Delivered, InstanceClaim, Outbound
 
 MAX_GROUP = 256
+NOT_DELIVERED = Delivered(False)
 
 
 @dataclass(frozen=True)
@@ -23,19 +24,20 @@ class Completion:
     item: ActivityItem
     result: Outbound
     now: float
+    claim: InstanceClaim | None = None
 
 
-Deliver = Callable[[Sequence[Completion]], Awaitable[set[int]]]
+Deliver = Callable[[Sequence[Completion]], Awaitable[dict[int, Delivered]]]  # by activity id
 
 
 class CompletionGroup:
     def __init__(self, deliver: Deliver) -> None:
         self._deliver = deliver
-        self._pending: list[tuple[Completion, asyncio.Future[bool]]] = []
+        self._pending: list[tuple[Completion, asyncio.Future[Delivered]]] = []
         self._draining: asyncio.Task[None] | None = None
 
-    async def complete(self, completion: Completion) -> bool:
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    async def complete(self, completion: Completion) -> Delivered:
+        future: asyncio.Future[Delivered] = asyncio.get_running_loop().create_future()
         self._pending.append((completion, future))
         if self._draining is None or self._draining.done():
             self._draining = asyncio.get_running_loop().create_task(self._drain(), name="durable-completions")
@@ -55,7 +57,7 @@ class CompletionGroup:
                 continue
             for completion, future in batch:
                 if not future.done():
-                    future.set_result(completion.item.id in done)
+                    future.set_result(done.get(completion.item.id, NOT_DELIVERED))
 
     async def aclose(self) -> None:
         if self._draining is not None and not self._draining.done():

@@ -242,4 +242,108 @@ BEGIN
 END $$;
 """
 
-STEPS = [_TABLES + _SEND + _REPLACE + _COMMIT + _COMPLETE]
+# Step 2: work a statement takes for the host that wrote it. `durable_take` leases to `owners[n]`
+# (for `leases[n]` seconds) each orchestration `ids[n]` that nobody holds, is not suspended, has a
+# visible message and no other transaction is taking (SKIP LOCKED), and returns it as `LOCK` does
+# (instance, token, visible messages, shift, history). `durable_complete_claim` delivers activity
+# results and takes the instances they wake for the completions that ask (`owners[n]` set) and
+# have no other activity outstanding (a fan-out's results wait to be taken together): the ids
+# delivered are in every row (one row of NULLs and `o_done` when nothing was taken);
+# `durable_create_claim` creates an orchestration and takes it when its start is due now.
+# `durable_complete` and `durable_create` stay (and are called): hosts of the previous version
+# keep working until they are upgraded.
+_TAKEN = """o_instance_id text, o_kind text, o_name text, o_version text, o_execution_id text, o_status text,
+    o_input text, o_output text, o_custom_status text, o_created_time float8, o_last_updated_time float8,
+    o_parent_instance_id text, o_entity_exists boolean, o_entity_state text, o_token text, o_ids bigint[],
+    o_execs text[], o_events text, o_visible float8[], o_shift float8, o_history text"""
+_TAKE = f"""
+CREATE FUNCTION durable_take(h integer, v_now float8, v_shift float8, ids text[], owners text[], leases float8[])
+RETURNS TABLE ({_TAKEN}) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+BEGIN
+    RETURN QUERY
+    WITH wanted AS (
+        SELECT DISTINCT ON (w.inst) w.inst, w.own, w.lse FROM unnest(ids, owners, leases)
+            WITH ORDINALITY AS w(inst, own, lse, n)
+        WHERE w.own IS NOT NULL ORDER BY w.inst, w.n),
+    picked AS (
+        SELECT i.instance_id, w.own, w.lse FROM wanted w
+        JOIN durable_instances i ON i.hub_id = h AND i.instance_id = w.inst
+        WHERE i.kind = 'orchestration' AND i.status <> 'Suspended'
+          AND (i.lease_expires IS NULL OR i.lease_expires <= v_now)
+          AND EXISTS (SELECT 1 FROM durable_inbox m WHERE m.hub_id = h AND m.instance_id = i.instance_id
+                        AND m.visible_at <= v_now)
+        FOR UPDATE OF i SKIP LOCKED),
+    locked AS (
+        UPDATE durable_instances i SET lease_token = p.own || ':' || gen_random_uuid(), lease_expires = v_now + p.lse
+        FROM picked p WHERE i.hub_id = h AND i.instance_id = p.instance_id
+        RETURNING i.instance_id, i.kind, i.name, i.version, i.execution_id, i.status, i.input, i.output,
+            i.custom_status, i.created_time, i.last_updated_time, i.parent_instance_id, i.entity_exists,
+            i.entity_state, i.lease_token)
+    SELECT l.*, m.*, v_shift,
+        (SELECT '[' || coalesce(string_agg(y.event, ',' ORDER BY y.seq), '') || ']' FROM durable_history y
+         WHERE y.hub_id = h AND y.instance_id = l.instance_id)
+    FROM locked l CROSS JOIN LATERAL (
+        SELECT array_agg(s.id ORDER BY s.id), array_agg(s.execution_id ORDER BY s.id),
+            '[' || string_agg(s.event, ',' ORDER BY s.id) || ']', array_agg(s.visible_at ORDER BY s.id)
+        FROM durable_inbox s WHERE s.hub_id = h AND s.instance_id = l.instance_id AND s.visible_at <= v_now) m;
+END $$;
+CREATE FUNCTION durable_complete_claim(h integer, p_now float8, p_ref float8, a_ids bigint[], tokens text[],
+    ids text[], execs text[], events text[], visible float8[], controls boolean[], owners text[], leases float8[])
+RETURNS TABLE ({_TAKEN}, o_done bigint[]) LANGUAGE plpgsql AS $$
+DECLARE
+    done bigint[] := durable_complete(h, p_now, p_ref, a_ids, tokens, ids, execs, events, visible, controls);
+    v_now float8 := coalesce(p_now, extract(epoch FROM clock_timestamp()));
+BEGIN
+    RETURN QUERY SELECT t.*, done FROM (SELECT 1) one LEFT JOIN LATERAL durable_take(h, v_now, v_now - p_ref,
+        ARRAY(SELECT w.i FROM unnest(a_ids, ids) WITH ORDINALITY AS w(a, i, n) ORDER BY w.n),
+        ARRAY(SELECT CASE WHEN w.a = ANY(done) AND NOT EXISTS (SELECT 1 FROM durable_activities x
+                                                               WHERE x.hub_id = h AND x.instance_id = w.i)
+                          THEN w.o END
+              FROM unnest(a_ids, ids, owners) WITH ORDINALITY AS w(a, i, o, n) ORDER BY w.n), leases) t ON true;
+END $$;
+CREATE FUNCTION durable_create_claim(h integer, p_now float8, p_ref float8, i text, nm text, ver text, x text,
+    inp text, started text, par text, visible float8, dedupe text[], owner text, lease float8)
+RETURNS TABLE ({_TAKEN}, o_refused text) LANGUAGE plpgsql AS $$
+DECLARE
+    refused text := durable_create(h, p_now, p_ref, i, nm, ver, x, inp, started, par, visible, dedupe);
+    v_now float8 := coalesce(p_now, extract(epoch FROM clock_timestamp()));
+BEGIN
+    RETURN QUERY SELECT t.*, refused FROM (SELECT 1) one LEFT JOIN LATERAL durable_take(h, v_now, v_now - p_ref,
+        ARRAY[i], ARRAY[CASE WHEN refused IS NULL THEN owner END], ARRAY[lease]) t ON true;
+END $$;
+"""
+
+# Step 2 also: a start whose instance id is new inserts its row and ExecutionStarted directly (no old
+# execution to remove: the replacement's three deletes and the entity check were a third of a
+# start's time); an id that exists, or one created meanwhile (the insert conflicts), is replaced
+# as before.
+_CREATE_NEW = """
+CREATE OR REPLACE FUNCTION durable_create(h integer, p_now float8, p_ref float8, i text, nm text, ver text, x text,
+                                          inp text, started text, par text, visible float8, dedupe text[])
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    v_now float8 := coalesce(p_now, extract(epoch FROM clock_timestamp()));
+    prior text;
+BEGIN
+    SELECT status INTO prior FROM durable_instances WHERE hub_id = h AND instance_id = i FOR UPDATE;
+    IF prior = ANY(dedupe) THEN
+        RETURN prior;
+    END IF;
+    IF prior IS NULL THEN
+        INSERT INTO durable_instances (hub_id, instance_id, kind, name, version, execution_id, status, input,
+                                       created_time, last_updated_time, parent_instance_id)
+        VALUES (h, i, 'orchestration', nm, ver, x, 'Pending', inp, v_now, v_now, par)
+        ON CONFLICT (hub_id, instance_id) DO NOTHING;
+        IF FOUND THEN
+            INSERT INTO durable_inbox (hub_id, instance_id, execution_id, event, visible_at, control)
+            VALUES (h, i, x, started, coalesce(visible + (v_now - p_ref), v_now), false);
+            RETURN NULL;
+        END IF;
+    END IF;
+    PERFORM durable_replace(h, v_now, v_now - p_ref, ARRAY[i], ARRAY[nm], ARRAY[ver], ARRAY[x], ARRAY[inp],
+                            ARRAY[started], ARRAY[par], ARRAY[visible]);
+    RETURN NULL;
+END $$;
+"""
+
+STEPS = [_TABLES + _SEND + _REPLACE + _COMMIT + _COMPLETE, _TAKE + _CREATE_NEW]

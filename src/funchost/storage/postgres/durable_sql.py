@@ -28,8 +28,10 @@ GET = f"SELECT {INSTANCE} FROM durable_instances WHERE hub_id = %(h)s AND instan
 HISTORY = ("SELECT '[' || coalesce(string_agg(event, ',' ORDER BY seq), '') || ']' FROM durable_history "
            "WHERE hub_id = %(h)s AND instance_id = %(i)s")
 
-CREATE = ("SELECT durable_create(%(h)s, %(now)s, %(ref)s, %(i)s, %(nm)s, %(ver)s, %(x)s, %(inp)s, %(started)s, "
-          "%(par)s, %(vis)s, %(dedupe)s)")
+# An orchestration created (or replaced), taken for `owner` when its start is due now: the rows
+# `LOCK` returns (one row of NULLs when nothing was taken), the status that refused it last.
+CREATE = ("SELECT * FROM durable_create_claim(%(h)s, %(now)s, %(ref)s, %(i)s, %(nm)s, %(ver)s, %(x)s, %(inp)s, "
+          "%(started)s, %(par)s, %(vis)s, %(dedupe)s, %(owner)s, %(lease)s)")
 
 SEND = (f"{_T} SELECT durable_send(%(h)s, now, shift, %(ids)s, %(execs)s, %(events)s, %(vis)s, %(ctl)s) FROM t")
 
@@ -39,8 +41,10 @@ COMMIT = ("SELECT * FROM durable_commit(%(h)s, %(now)s, %(ref)s, %(i)s, %(token)
           "%(a_names)s, %(a_inputs)s, %(n_ids)s, %(n_names)s, %(n_versions)s, %(n_execs)s, %(n_inputs)s, "
           "%(n_started)s, %(n_parents)s, %(n_vis)s, %(claim_owner)s, %(claim_lease)s, %(claim_limit)s)")
 
-COMPLETE = ("SELECT durable_complete(%(h)s, %(now)s, %(ref)s, %(a_ids)s, %(tokens)s, %(ids)s, %(execs)s, %(events)s, "
-            "%(vis)s, %(ctl)s)")
+# Activity results, with the orchestrations they wake taken for the hosts that ask (`owners`):
+# the rows `LOCK` returns (one row of NULLs when nothing was taken), the delivered ids last.
+COMPLETE = ("SELECT * FROM durable_complete_claim(%(h)s, %(now)s, %(ref)s, %(a_ids)s, %(tokens)s, %(ids)s, %(execs)s, "
+            "%(events)s, %(vis)s, %(ctl)s, %(owners)s, %(leases)s)")
 
 # Up to `limit` instances of a kind with visible messages and no live lease, taken under a new
 # token in one statement (rows another host is taking are skipped, not waited for), with their

@@ -8,7 +8,6 @@ runtime's clock. The schema and the statements are in `durable_sql`.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,10 +18,11 @@ from funchost.storage.durable import (
     ActivityItem,
     Commit,
     Committed,
+    Delivered,
     HubCounts,
+    InstanceClaim,
     InstanceQuery,
     InstanceRecord,
-    Message,
     NewInstance,
     Outbound,
     QueryPage,
@@ -43,8 +43,13 @@ class SqliteTaskHub:
 
     # -- instances ---------------------------------------------------------------------------------
 
-    async def create_instance(self, instance: NewInstance, *, now: float, dedupe: frozenset[str]) -> None:
-        await self.db.write(lambda conn: sql.create_instance(conn, instance, now, dedupe))
+    async def create_instance(self, instance: NewInstance, *, now: float, dedupe: frozenset[str],
+                              claim: InstanceClaim | None = None) -> WorkItem | None:
+        def write(conn: sqlite3.Connection) -> WorkItem | None:
+            sql.create_instance(conn, instance, now, dedupe)
+            return None if claim is None else sql.claim_instance(conn, instance.instance_id, claim, now)
+
+        return await self.db.write(write)
 
     async def get_instance(self, instance_id: str) -> InstanceRecord | None:
         def read(conn: sqlite3.Connection) -> InstanceRecord | None:
@@ -89,21 +94,8 @@ class SqliteTaskHub:
 
         def write(conn: sqlite3.Connection) -> list[WorkItem]:
             ids = [row[0] for row in conn.execute(sql.LOCKABLE, {"now": now, "kind": kind, "limit": limit})]
-            items = []
-            for instance_id in ids:
-                token = sql.new_token(owner)
-                conn.execute("UPDATE instances SET lease_token = ?, lease_expires = ? WHERE instance_id = ?",
-                             (token, now + lease, instance_id))
-                row = conn.execute("SELECT * FROM instances WHERE instance_id = ?", (instance_id,)).fetchone()
-                record = sql.to_record(row)
-                control_only = " AND control = 1" if record.status == "Suspended" else ""
-                statement = (f"SELECT * FROM inbox WHERE instance_id = ? AND visible_at <= ?{control_only} ORDER BY id"
-                             + (f" LIMIT {int(batch)}" if batch else ""))
-                messages = [Message(r["id"], r["instance_id"], r["execution_id"], json.loads(r["event"]),
-                                    r["visible_at"]) for r in conn.execute(statement, (instance_id, now))]
-                history = sql.read_history(conn, instance_id) if kind == ORCHESTRATION else []
-                items.append(WorkItem(record, history, messages, token, now + lease))
-            return items
+            return [sql.take_instance(conn, instance_id, owner=owner, now=now, lease=lease, batch=batch)
+                    for instance_id in ids]
 
         return await self.db.write(write)
 
@@ -153,13 +145,14 @@ class SqliteTaskHub:
 
         return await self.db.write(write)
 
-    async def complete_activity(self, item: ActivityItem, result: Outbound, *, now: float) -> bool:
-        def write(conn: sqlite3.Connection) -> bool:
+    async def complete_activity(self, item: ActivityItem, result: Outbound, *, now: float,
+                                claim: InstanceClaim | None = None) -> Delivered:
+        def write(conn: sqlite3.Connection) -> Delivered:
             if conn.execute("DELETE FROM activities WHERE id = ? AND lease_token = ?",
                             (item.id, item.lease_token)).rowcount != 1:
-                return False
+                return Delivered(False)
             sql.send_messages(conn, [result], now)
-            return True
+            return Delivered(True, None if claim is None else sql.claim_woken(conn, result.instance_id, claim, now))
 
         return await self.db.write(write)
 

@@ -21,10 +21,12 @@ from funchost.storage.durable import (
     ActivityItem,
     Commit,
     Committed,
+    InstanceClaim,
     InstanceExists,
     InstanceQuery,
     InstanceRecord,
     LeaseLost,
+    Message,
     NewActivity,
     NewInstance,
     Outbound,
@@ -80,7 +82,8 @@ CREATE TABLE IF NOT EXISTS activities (
     lease_token TEXT,
     lease_expires REAL
 );
-CREATE INDEX IF NOT EXISTS activities_visible ON activities (visible_at, id)
+CREATE INDEX IF NOT EXISTS activities_visible ON activities (visible_at, id);
+CREATE INDEX IF NOT EXISTS activities_instance ON activities (instance_id)
 """
 
 LOCKABLE = """
@@ -124,6 +127,44 @@ def create_instance(conn: sqlite3.Connection, instance: NewInstance, now: float,
     if row is not None and row["status"] in dedupe:
         raise InstanceExists(instance.instance_id, row["status"])
     _replace_instance(conn, instance, now)
+
+
+def take_instance(conn: sqlite3.Connection, instance_id: str, *, owner: str, now: float, lease: float,
+                  batch: int | None) -> WorkItem:
+    """Lease an instance to `owner` under a new token; with its visible messages (control ones only
+    while suspended, at most `batch`) and, for orchestrations, its history."""
+    token = new_token(owner)
+    conn.execute("UPDATE instances SET lease_token = ?, lease_expires = ? WHERE instance_id = ?",
+                 (token, now + lease, instance_id))
+    record = to_record(conn.execute("SELECT * FROM instances WHERE instance_id = ?", (instance_id,)).fetchone())
+    control_only = " AND control = 1" if record.status == "Suspended" else ""
+    statement = (f"SELECT * FROM inbox WHERE instance_id = ? AND visible_at <= ?{control_only} ORDER BY id"
+                 + (f" LIMIT {int(batch)}" if batch else ""))
+    messages = [Message(r["id"], r["instance_id"], r["execution_id"], json.loads(r["event"]), r["visible_at"])
+                for r in conn.execute(statement, (instance_id, now))]
+    history = read_history(conn, instance_id) if record.kind == ORCHESTRATION else []
+    return WorkItem(record, history, messages, token, now + lease)
+
+
+def claim_instance(conn: sqlite3.Connection, instance_id: str, claim: InstanceClaim, now: float) -> WorkItem | None:
+    """Take an orchestration a write just gave a message (a result, its start), if nobody holds it,
+    it is not suspended and a message is visible (a scheduled start waits for its time)."""
+    row = conn.execute("SELECT kind, status, lease_expires FROM instances WHERE instance_id = ?",
+                       (instance_id,)).fetchone()
+    if (row is None or row["kind"] != ORCHESTRATION or row["status"] == "Suspended"
+            or (row["lease_expires"] is not None and row["lease_expires"] > now)
+            or conn.execute("SELECT 1 FROM inbox WHERE instance_id = ? AND visible_at <= ? LIMIT 1",
+                            (instance_id, now)).fetchone() is None):
+        return None
+    return take_instance(conn, instance_id, owner=claim.owner, now=now, lease=claim.lease, batch=None)
+
+
+def claim_woken(conn: sqlite3.Connection, instance_id: str, claim: InstanceClaim, now: float) -> WorkItem | None:
+    """After an activity's result: take the instance unless more of its activities are outstanding
+    (a fan-out's results are taken together by the next fetch, not one episode each)."""
+    if conn.execute("SELECT 1 FROM activities WHERE instance_id = ? LIMIT 1", (instance_id,)).fetchone():
+        return None
+    return claim_instance(conn, instance_id, claim, now)
 
 
 def _replace_instance(conn: sqlite3.Connection, instance: NewInstance, now: float) -> None:
