@@ -56,6 +56,9 @@ class OrchestrationStatus(IntEnum):
     Suspended = 7
 
 
+_EVENT_TYPES: dict[object, EventType] = {member.value: member for member in EventType}
+
+
 # -- time ---------------------------------------------------------------------------------------
 
 _ISO = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,7}))?(Z|[+-]\d{2}:\d{2})?$")
@@ -186,7 +189,9 @@ def event_raised(now: datetime, name: str, input_text: str | None) -> Event:
 
 
 def event_type(event: Event) -> EventType:
-    return EventType(int(event["EventType"]))
+    kind = event["EventType"]
+    found = _EVENT_TYPES.get(kind)  # every replay reads every event's type: a lookup, not an enum call
+    return found if found is not None else EventType(int(kind))
 
 
 def played(events: list[Event]) -> list[Event]:
