@@ -80,7 +80,7 @@ def _timestamp(record: logging.LogRecord) -> str:
     return timestamp_of(record.created)
 
 
-_MILLIS = tuple(f"{millis:03d}Z" for millis in range(1000))
+MILLIS = tuple(f"{millis:03d}Z" for millis in range(1000))
 
 
 def timestamp_of(created: float) -> str:
@@ -90,7 +90,7 @@ def timestamp_of(created: float) -> str:
     if _second_cache[0] != whole:
         prefix = datetime.fromtimestamp(whole, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.")
         _second_cache = (whole, prefix)
-    return _second_cache[1] + _MILLIS[int((created - whole) * 1000)]
+    return _second_cache[1] + MILLIS[int((created - whole) * 1000)]
 
 
 class TextFormatter(logging.Formatter):
@@ -161,6 +161,12 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
         it; False if writing failed (the caller then logs the record, which reports the error)."""
         with self.lock:  # type: ignore[union-attr]
             try:
+                if self._dirty and self.buffered and not self._closing:  # `_write`'s common case, inline
+                    try:
+                        self.stream.write(line)
+                        return True
+                    except UnicodeEncodeError:
+                        pass  # `_write` escapes it
                 self._write(line)
             except RecursionError:
                 raise
