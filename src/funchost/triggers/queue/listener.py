@@ -105,23 +105,24 @@ class QueueListener:
         self.fetches += 1
         if not messages:
             return False
-        for message in messages:
-            task = asyncio.get_running_loop().create_task(
-                self._process(message), name=f"queue-message:{self.queue}/{message.id}")
-            self._processing.add(task)
-            task.add_done_callback(self._processing.discard)
+        create_task, process, processing, finished = (asyncio.get_running_loop().create_task,
+                                                      self.processor.process, self._processing, self._finished)
+        for message in messages:  # a task per message, on the processor's own coroutine
+            task = create_task(process(message), name=f"queue-message:{self.queue}/{message.id}")
+            processing.add(task)
+            task.add_done_callback(finished)
         await self._wait_for_threshold()
         return True
 
-    async def _process(self, message: object) -> None:
-        try:
-            await self.processor.process(message)  # type: ignore[arg-type]
-        except asyncio.CancelledError:
-            raise
-        except Exception:
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._processing.discard(task)
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None and isinstance(error, Exception):
             # WebJobs hands this to the host's unhandled-exception handler; funchost logs it and
             # leaves the message to reappear when its visibility lapses.
-            log.exception("processing a message from '%s' failed unexpectedly", self.queue)
+            log.error("processing a message from '%s' failed unexpectedly", self.queue, exc_info=error)
 
     async def _wait_for_threshold(self) -> None:
         while len(self._processing) > self.options.new_batch_threshold and not self._stopping.is_set():
