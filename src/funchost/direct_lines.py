@@ -19,6 +19,7 @@ category's level (the console's own filter caches it the same way).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -78,6 +79,7 @@ _route = _Route([])
 _results = logging.getLogger(RESULTS_LOGGER)
 _root = logging.getLogger()
 _time = time.time
+_running_loop = asyncio._get_running_loop
 _second: tuple[int, str] = (-1, "")  # a second since the epoch and its timestamp's text up to the millis
 
 
@@ -127,7 +129,7 @@ def write(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ..
         second = _second
         if second[0] != whole:
             second = _new_second(whole)
-        return console.write_line(f"[{second[1]}{MILLIS[int((now - whole) * 1000)]}] {message}{console.terminator}")
+        return _out(console, f"[{second[1]}{MILLIS[int((now - whole) * 1000)]}] {message}{console.terminator}")
     event: dict[str, Any] = {"time": timestamp_of(_time()), "level": logging.getLevelName(level),
                              "category": category, "message": message}
     for key, value in fields_of(keys, values).items():
@@ -135,7 +137,31 @@ def write(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ..
         if name is None:
             name = _CAMEL[key] = camel_key(key)
         event[name] = value
-    return console.write_line(json.dumps(event, default=str) + console.terminator)
+    return _out(console, json.dumps(event, default=str) + console.terminator)
+
+
+def _out(console: ConsoleHandler, line: str) -> bool:
+    """On an event loop, to the console's waiting lines (written with the others of the loop's
+    turn: `ConsoleHandler`); else written now."""
+    global _deferring
+    if console.buffered:
+        loop = _running_loop()
+        if loop is not None:
+            console.queue_line(line, loop)
+            _deferring = console
+            return True
+    return console.write_line(line)
+
+
+_deferring: ConsoleHandler | None = None  # the console lines have waited in
+
+
+def before_user_code() -> None:
+    """Write the invocation lines still waiting, so that what a function prints or writes to the
+    console comes after its Executing line (called on the thread that runs the function)."""
+    console = _deferring
+    if console is not None:
+        console.write_waiting()
 
 
 def fields_of(keys: tuple[str, ...], values: tuple[Any, ...]) -> dict[str, Any]:

@@ -8,11 +8,13 @@ invocation id through a context variable.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any, TextIO
@@ -138,6 +140,13 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
     The flusher is not a daemon: a daemon thread caught inside stdout's lock while the
     interpreter finalizes aborts the process. It is told to finish (after a last flush) from
     `threading`'s exit hooks, which run before the interpreter waits for threads.
+
+    The invocations' Executing/Executed lines (`direct_lines`) written on an event loop wait in
+    `waiting` and go out in one write: at the end of the loop's turn, before any other line
+    (`emit`), before user code runs (`write_waiting`, called by the executor: what a function
+    prints comes after its Executing line) and on `flush`. A stream without a buffer of its own
+    (PYTHONUNBUFFERED, `python -u`) otherwise costs a write system call per line, and each one
+    hands the GIL to other threads and back.
     """
 
     def __init__(self, stream: TextIO) -> None:
@@ -147,9 +156,43 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
         self._wake = threading.Event()
         self._closing = False
         self._flusher: threading.Thread | None = None
+        self.waiting: deque[str] = deque()  # appended on the loop, taken under the lock by any thread
+        self._turn_end: asyncio.AbstractEventLoop | None = None  # the loop a write of them is scheduled on
+
+    def queue_line(self, line: str, loop: asyncio.AbstractEventLoop) -> None:
+        """A line formatted elsewhere (`direct_lines`), on `loop`'s thread: written with the
+        others of this turn of the loop (class docstring)."""
+        self.waiting.append(line)
+        if self._turn_end is not loop:  # (a loop closed before its turn ended is not waited for)
+            self._turn_end = loop
+            loop.call_soon(self._at_turn_end)
+
+    def _at_turn_end(self) -> None:
+        self._turn_end = None
+        self.write_waiting()
+
+    def write_waiting(self) -> None:
+        """Write the waiting lines now (after a write of them another thread has begun)."""
+        with self.lock:  # type: ignore[union-attr]
+            if self.waiting:
+                self._write_waiting()
+
+    def _write_waiting(self) -> None:  # the lock held
+        waiting, parts = self.waiting, []
+        while waiting:  # popleft: a line appended meanwhile stays for the next write, never lost
+            parts.append(waiting.popleft())
+        text = "".join(parts)
+        try:
+            self._write(text)
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(logging.makeLogRecord({"msg": text}))
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
+            if self.waiting:  # the lines before this one first
+                self._write_waiting()
             self._write(self.format(record) + self.terminator)
         except RecursionError:
             raise
@@ -160,6 +203,8 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
         """A line formatted elsewhere (`direct_lines`), under the handler's lock as `handle` takes
         it; False if writing failed (the caller then logs the record, which reports the error)."""
         with self.lock:  # type: ignore[union-attr]
+            if self.waiting:
+                self._write_waiting()
             try:
                 if self._dirty and self.buffered and not self._closing:  # `_write`'s common case, inline
                     try:
@@ -189,12 +234,15 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     def flush(self) -> None:
         with self.lock:  # type: ignore[union-attr]
+            if self.waiting:
+                self._write_waiting()
             self._dirty = False
             super().flush()
 
     def close(self) -> None:
         # Only signal: logging.shutdown() calls close() holding this handler's lock, which the
         # flusher needs to finish, so joining here would wait out the timeout.
+        self.write_waiting()
         self._closing = True
         self._wake.set()
         super().close()

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from azure.functions.meta import Datum
 
+from funchost.direct_lines import before_user_code
 from funchost.errors import InvocationError
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation.arguments import is_blocking
@@ -255,6 +256,7 @@ class Executor:
         try:
             if function.is_async:
                 # Awaited in this task, as the worker does: no extra task per invocation.
+                before_user_code()
                 invocation.value = await function.func(**kwargs)
             elif plan.context_name is None:
                 invocation.value = await self._pool.run(contextvars.copy_context().run, _run_sync,
@@ -275,9 +277,11 @@ def _context(request: InvocationRequest, retry_context: RetryContext | None) -> 
 
 
 def _run_sync(func: Any, kwargs: dict[str, Any]) -> Any:
+    before_user_code()
     return func(**kwargs)
 
 
 def _run_sync_with_context(func: Any, kwargs: dict[str, Any], context: InvocationContext, invocation_id: str) -> Any:
     context.thread_local_storage.invocation_id = invocation_id
+    before_user_code()
     return func(**kwargs)

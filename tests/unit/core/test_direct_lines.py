@@ -1,14 +1,19 @@
 """The Executing/Executed lines written straight to the console are the lines `logging` writes,
-and any other handler, filter or formatter on the way sends them through `logging` again."""
+and any other handler, filter or formatter on the way sends them through `logging` again; on an
+event loop the lines of a turn are written together, before any other line and before what a
+function prints."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -173,3 +178,59 @@ def test_a_formatter_replaced_after_the_first_line_is_followed() -> None:
         handler.flush()
         text, event = stream.getvalue().splitlines()
         assert text.endswith(LINES[0][0]) and json.loads(event)["message"] == LINES[1][0]
+
+
+async def test_on_an_event_loop_the_lines_of_a_turn_are_written_together_before_any_other() -> None:
+    with only_console() as (handler, stream):
+        writes: list[str] = []
+        stream.write = lambda text: writes.append(text) or len(text)  # type: ignore[method-assign,func-returns-value]
+        for message, fields in LINES:
+            assert direct_lines.write(logging.INFO, message, *fields)
+        assert writes == []  # waiting for the end of the loop's turn
+        await asyncio.sleep(0)
+        assert len(writes) == 1 and writes[0].count("\n") == 2  # one write for both
+        assert direct_lines.write(logging.INFO, LINES[0][0], *LINES[0][1])
+        logging.getLogger("funchost.host").warning("a host line")  # through `logging`: after the waiting line
+        assert [line.split("] ", 1)[1] for line in "".join(writes[1:]).splitlines()] == [LINES[0][0], "a host line"]
+        assert direct_lines.write(logging.INFO, LINES[1][0], *LINES[1][1])
+        direct_lines.before_user_code()  # what a function prints comes after the lines before it
+        assert writes[-1].endswith(LINES[1][0] + "\n")
+        assert direct_lines.write(logging.INFO, LINES[1][0], *LINES[1][1])
+        handler.flush()
+        assert writes[-1].endswith(LINES[1][0] + "\n")
+
+
+FUNCTIONS = """
+import azure.functions as func
+app = func.FunctionApp()
+
+@app.queue_trigger(arg_name="msg", queue_name="printing-a", connection="AzureWebJobsStorage")
+async def printing_async(msg: str) -> None:
+    print("printed by", msg)
+
+@app.queue_trigger(arg_name="msg", queue_name="printing-s", connection="AzureWebJobsStorage")
+def printing_sync(msg: str) -> None:
+    print("printed by", msg)
+"""
+
+
+@pytest.mark.parametrize("function", ["printing_async", "printing_sync"])
+async def test_what_a_function_prints_comes_between_its_two_lines(tmp_path: Path, function: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from azure.functions.meta import Datum
+
+    from funchost.invocation.contracts import InvocationRequest
+    from funchost.testing import HostHarness, write_app
+
+    write_app(tmp_path / "app", FUNCTIONS)
+    async with HostHarness(tmp_path / "app") as host:
+        with only_console() as (handler, stream):
+            monkeypatch.setattr(sys, "stdout", stream)
+            for n in range(3):
+                request = InvocationRequest(function=host.runtime.functions[function],
+                                            trigger_value=Datum(f"m{n}", "string"), reason="test")
+                assert (await host.runtime.invoker.invoke(request)).succeeded
+            handler.flush()
+    lines = [line.split("] ", 1)[-1].split(" (")[0] for line in stream.getvalue().splitlines()]
+    assert lines == [item for n in range(3) for item in
+                     (f"Executing 'Functions.{function}'", f"printed by m{n}", f"Executed 'Functions.{function}'")]
