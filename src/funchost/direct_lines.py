@@ -141,10 +141,10 @@ def write(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ..
 
 
 def _out(console: ConsoleHandler, line: str) -> bool:
-    """On an event loop, to the console's waiting lines (written with the others of the loop's
-    turn: `ConsoleHandler`); else written now."""
+    """On an event loop, to the waiting lines of a console that writes each line through (written
+    with the others of the loop's turn: `ConsoleHandler`); else written now."""
     global _deferring
-    if console.buffered:
+    if console.defers:
         loop = _running_loop()
         if loop is not None:
             console.queue_line(line, loop)

@@ -141,17 +141,19 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
     interpreter finalizes aborts the process. It is told to finish (after a last flush) from
     `threading`'s exit hooks, which run before the interpreter waits for threads.
 
-    The invocations' Executing/Executed lines (`direct_lines`) written on an event loop wait in
-    `waiting` and go out in one write: at the end of the loop's turn, before any other line
+    On a stream that writes every line through (PYTHONUNBUFFERED, `python -u`, line buffering:
+    `defers`), the invocations' Executing/Executed lines (`direct_lines`) written on an event loop
+    wait in `waiting` and go out in one write: at the end of the loop's turn, before any other line
     (`emit`), before user code runs (`write_waiting`, called by the executor: what a function
-    prints comes after its Executing line) and on `flush`. A stream without a buffer of its own
-    (PYTHONUNBUFFERED, `python -u`) otherwise costs a write system call per line, and each one
-    hands the GIL to other threads and back.
+    prints comes after its Executing line) and on `flush`. Written one by one, each line costs a
+    write system call that also hands the GIL to other threads and back.
     """
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__(stream)
         self.buffered = not _is_terminal(stream)
+        self.defers = self.buffered and bool(getattr(stream, "write_through", False)
+                                             or getattr(stream, "line_buffering", False))
         self._dirty = False
         self._wake = threading.Event()
         self._closing = False

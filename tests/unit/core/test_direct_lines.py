@@ -180,10 +180,32 @@ def test_a_formatter_replaced_after_the_first_line_is_followed() -> None:
         assert text.endswith(LINES[0][0]) and json.loads(event)["message"] == LINES[1][0]
 
 
+@contextmanager
+def write_through_console() -> Iterator[tuple[logs.ConsoleHandler, list[str]]]:
+    """The host's console handler alone, on a stream that writes each line through (as stdout
+    with PYTHONUNBUFFERED): the lines of an event loop's turn wait and go out together."""
+    writes: list[str] = []
+
+    class Recording(io.TextIOWrapper):
+        def write(self, text: str) -> int:
+            writes.append(text)
+            return len(text)
+
+    with only_console() as (handler, _):
+        handler.setStream(Recording(io.BytesIO(), write_through=True))  # type: ignore[arg-type]
+        handler.defers = True
+        yield handler, writes
+
+
+def test_only_a_stream_writing_each_line_through_defers_lines() -> None:
+    assert logs.ConsoleHandler(io.TextIOWrapper(io.BytesIO(), write_through=True)).defers
+    assert logs.ConsoleHandler(io.TextIOWrapper(io.BytesIO(), line_buffering=True)).defers
+    assert not logs.ConsoleHandler(io.TextIOWrapper(io.BytesIO())).defers  # its own buffer: written at once
+    assert not logs.ConsoleHandler(io.StringIO()).defers
+
+
 async def test_on_an_event_loop_the_lines_of_a_turn_are_written_together_before_any_other() -> None:
-    with only_console() as (handler, stream):
-        writes: list[str] = []
-        stream.write = lambda text: writes.append(text) or len(text)  # type: ignore[method-assign,func-returns-value]
+    with write_through_console() as (handler, writes):
         for message, fields in LINES:
             assert direct_lines.write(logging.INFO, message, *fields)
         assert writes == []  # waiting for the end of the loop's turn
@@ -224,13 +246,13 @@ async def test_what_a_function_prints_comes_between_its_two_lines(tmp_path: Path
 
     write_app(tmp_path / "app", FUNCTIONS)
     async with HostHarness(tmp_path / "app") as host:
-        with only_console() as (handler, stream):
-            monkeypatch.setattr(sys, "stdout", stream)
+        with write_through_console() as (handler, writes):
+            monkeypatch.setattr(sys, "stdout", handler.stream)  # print() writes to the console's stream
             for n in range(3):
                 request = InvocationRequest(function=host.runtime.functions[function],
                                             trigger_value=Datum(f"m{n}", "string"), reason="test")
                 assert (await host.runtime.invoker.invoke(request)).succeeded
             handler.flush()
-    lines = [line.split("] ", 1)[-1].split(" (")[0] for line in stream.getvalue().splitlines()]
+    lines = [line.split("] ", 1)[-1].split(" (")[0] for line in "".join(writes).splitlines()]
     assert lines == [item for n in range(3) for item in
                      (f"Executing 'Functions.{function}'", f"printed by m{n}", f"Executed 'Functions.{function}'")]
