@@ -203,9 +203,8 @@ class PostgresQueueService:
                         future.set_exception(error)
 
     async def _delete_batch(self, batch: list[tuple[str, int, str, str, asyncio.Future[None]]]) -> None:
-        rows = await self._fetch(sql.DELETE, self._args(
-            [b[0] for b in batch], s=[b[1] for b in batch], p=[b[2][:24] for b in batch],
-            r=[b[3] for b in batch]))
+        rows = await self._fetch(sql.DELETE, {"now": server_time(self._clock), "a": self.account_name, "d": json.dumps(
+            [{"n": name, "s": seq, "p": message_id[:24], "r": receipt} for name, seq, message_id, receipt, _ in batch])})
         deleted = {(n, s) for n, s in rows}
         missed = []
         for name, seq, message_id, receipt, future in batch:
