@@ -23,6 +23,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from funchost.logs import (
@@ -51,12 +52,12 @@ class _Route:
     """What the root handlers were when last looked at: the console handler and the observers,
     and the console filter's level per function (kept for one filter)."""
 
-    __slots__ = ("category_filter", "console", "handlers", "known", "observers")
+    __slots__ = ("category_filter", "console", "handlers", "known", "takes")
 
     def __init__(self, handlers: list[logging.Handler]) -> None:
         self.handlers = list(handlers)  # compared with the root's list: handlers compare by identity
         self.console: ConsoleHandler | None = None
-        self.observers: tuple[LineObserver, ...] = ()
+        self.takes: tuple[Callable[[str], bool], ...] = ()  # the observers' takes_invocation_line
         self.category_filter: CategoryFilter | None = None
         self.known: dict[str, tuple[str, int]] = {}
         consoles = [h for h in handlers if type(h) is ConsoleHandler]
@@ -64,7 +65,7 @@ class _Route:
         if len(consoles) != 1 or not all(isinstance(h, LineObserver) for h in others):
             return
         self.console = consoles[0]
-        self.observers = tuple(others)  # type: ignore[arg-type]  # checked above
+        self.takes = tuple(h.takes_invocation_line for h in others)  # type: ignore[attr-defined]  # checked above
 
     def category(self, category_filter: CategoryFilter, function: str) -> tuple[str, int]:
         """The function's category and the console filter's level for it."""
@@ -115,8 +116,8 @@ def write(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ..
     if len(filters) != 1 or type(filters[0]) is not CategoryFilter:
         return False
     invocation_id = values[2]
-    for observer in route.observers:
-        if observer.takes_invocation_line(invocation_id):
+    for takes in route.takes:
+        if takes(invocation_id):
             return False
     category_filter = filters[0]
     found = route.known.get(values[1]) if route.category_filter is category_filter else None
@@ -129,7 +130,8 @@ def write(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ..
         second = _second
         if second[0] != whole:
             second = _new_second(whole)
-        return _out(console, f"[{second[1]}{MILLIS[int((now - whole) * 1000)]}] {message}{console.terminator}")
+        line = f"[{second[1]}{MILLIS[int((now - whole) * 1000)]}] {message}{console.terminator}"
+        return _out(console, line) if console.defers else console.write_line(line)
     event: dict[str, Any] = {"time": timestamp_of(_time()), "level": logging.getLevelName(level),
                              "category": category, "message": message}
     for key, value in fields_of(keys, values).items():
