@@ -323,7 +323,11 @@ def configure(output: str = "text", levels: Mapping[str, str] | None = None,
 
 
 def print_line(text: str, *, output: str = "text", event: str = "Info", **fields: Any) -> None:
-    """Start-up banner lines: plain text, or one NDJSON event."""
+    """Start-up banner lines: plain text, or one NDJSON event (after the invocation lines still
+    waiting: "Host stopped." follows the last Executed line)."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, ConsoleHandler):
+            handler.write_waiting()
     if output == "json":
         payload = {"time": _timestamp(logging.makeLogRecord({})), "level": "INFO", "category": "Host.Startup",
                    "event": event, "message": text, **fields}

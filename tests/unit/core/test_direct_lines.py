@@ -220,6 +220,10 @@ async def test_on_an_event_loop_the_lines_of_a_turn_are_written_together_before_
         assert direct_lines.write(logging.INFO, LINES[1][0], *LINES[1][1])
         handler.flush()
         assert writes[-1].endswith(LINES[1][0] + "\n")
+        assert direct_lines.write(logging.INFO, LINES[1][0], *LINES[1][1])
+        printed = len(writes)
+        logs.print_line("Host stopped.")  # a banner line: after the lines still waiting
+        assert writes[printed].endswith(LINES[1][0] + "\n")
 
 
 FUNCTIONS = """
