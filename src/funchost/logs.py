@@ -130,6 +130,7 @@ def camel_key(key: str) -> str:
 
 
 FLUSH_INTERVAL = 0.1  # seconds a console line may wait in the buffer when stdout is not a terminal
+LINES_DELAY = 0.002  # seconds the invocation lines may wait on an event loop (`ConsoleHandler.queue_line`)
 
 
 class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -143,10 +144,11 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     On a stream that writes every line through (PYTHONUNBUFFERED, `python -u`, line buffering:
     `defers`), the invocations' Executing/Executed lines (`direct_lines`) written on an event loop
-    wait in `waiting` and go out in one write: at the end of the loop's turn, before any other line
-    (`emit`), before user code runs (`write_waiting`, called by the executor: what a function
-    prints comes after its Executing line) and on `flush`. Written one by one, each line costs a
-    write system call that also hands the GIL to other threads and back.
+    wait in `waiting` and go out in one write: LINES_DELAY after the first of them at the latest,
+    before any other line (`emit`, `print_line`), before user code runs (`write_waiting`, called by
+    the executor: what a function prints comes after its Executing line) and on `flush`. Written
+    one by one, each line costs a write system call that also hands the GIL to other threads and
+    back; so an HTTP request's Executed line goes out with the next request's Executing line.
     """
 
     def __init__(self, stream: TextIO) -> None:
@@ -163,11 +165,11 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     def queue_line(self, line: str, loop: asyncio.AbstractEventLoop) -> None:
         """A line formatted elsewhere (`direct_lines`), on `loop`'s thread: written with the
-        others of this turn of the loop (class docstring)."""
+        others waiting (class docstring)."""
         self.waiting.append(line)
-        if self._turn_end is not loop:  # (a loop closed before its turn ended is not waited for)
+        if self._turn_end is not loop:  # (a loop closed before the write is not waited for)
             self._turn_end = loop
-            loop.call_soon(self._at_turn_end)
+            loop.call_later(LINES_DELAY, self._at_turn_end)
 
     def _at_turn_end(self) -> None:
         self._turn_end = None

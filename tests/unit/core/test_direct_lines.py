@@ -204,13 +204,22 @@ def test_only_a_stream_writing_each_line_through_defers_lines() -> None:
     assert not logs.ConsoleHandler(io.StringIO()).defers
 
 
-async def test_on_an_event_loop_the_lines_of_a_turn_are_written_together_before_any_other() -> None:
+async def test_on_an_event_loop_waiting_lines_are_written_together_before_any_other(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     with write_through_console() as (handler, writes):
         for message, fields in LINES:
             assert direct_lines.write(logging.INFO, message, *fields)
-        assert writes == []  # waiting for the end of the loop's turn
         await asyncio.sleep(0)
+        assert writes == []  # waiting (LINES_DELAY) for more lines to write with them
+        handler.flush()
         assert len(writes) == 1 and writes[0].count("\n") == 2  # one write for both
+    monkeypatch.setattr(logs, "LINES_DELAY", 0.0)
+    with write_through_console() as (handler, writes):
+        for message, fields in LINES:
+            assert direct_lines.write(logging.INFO, message, *fields)
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert len(writes) == 1 and writes[0].count("\n") == 2  # written by the loop itself
         assert direct_lines.write(logging.INFO, LINES[0][0], *LINES[0][1])
         logging.getLogger("funchost.host").warning("a host line")  # through `logging`: after the waiting line
         assert [line.split("] ", 1)[1] for line in "".join(writes[1:]).splitlines()] == [LINES[0][0], "a host line"]
