@@ -16,7 +16,9 @@ fsync off); rounds interleaved target by target, each draining a queue filled be
 * ``funchost-pg-2hosts``: two such processes with separate data folders on one schema, draining
   one queue together (spawned together, as `queue_peers_bench` spawns its one process);
 * ``funchost-pg-1-warning`` (with ``--quiet-row``): funchost-pg-1 with `queue_peers_bench`'s
-  host.json (log level Warning: no console line per invocation).
+  host.json (log level Warning: no console line per invocation);
+* ``baseline-pg-1`` (with ``--baseline-src DIR``): funchost-pg-1 with the hosts run from another
+  source tree (``git archive <commit> src | tar -x -C DIR``), before/after in one run.
 
 The drain rate runs from the first completed message to the last (`queue_peers_bench.watch`, the
 remaining count from the queue's approximate count every 50 ms); CPU per message counts the draining
@@ -160,7 +162,7 @@ def stop_hosts(processes: list[subprocess.Popen[bytes]]) -> None:
 
 
 async def funchost_round(server: Server, work: Path, messages: int, hosts: int,
-                         quiet: bool = False) -> dict[str, float]:
+                         quiet: bool = False, src: Path | None = None) -> dict[str, float]:
     schema = server.schema(f"drain-{hosts}")
     app = write_app(work / "app", quiet=quiet)
     storage = open_client(server, schema, work / "filler")
@@ -172,6 +174,8 @@ async def funchost_round(server: Server, work: Path, messages: int, hosts: int,
             await asyncio.gather(*(service.put_message("bench", text)
                                    for _ in range(min(FILL_BATCH, messages - start))))
         env = host_env(server, schema)
+        if src is not None:  # another source tree first on the hosts' path (before/after in one run)
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src / "src"), env.get("PYTHONPATH")]))
         spawned = time.perf_counter()
         processes = [spawn_host(app, work / f"data-{i}", env, work / f"host-{i}.log") for i in range(hosts)]
 
@@ -292,6 +296,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.quiet_row:
         targets["funchost-pg-1-warning"] = lambda w: funchost_round(server, w, args.messages, 1, quiet=True)
+    if args.baseline_src is not None:
+        baseline = args.baseline_src.resolve()
+        targets["baseline-pg-1"] = lambda w: funchost_round(server, w, args.messages, 1, src=baseline)
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
     pickups: dict[str, Any] = {}
     try:
@@ -323,10 +330,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         "load_average_end": [round(x, 2) for x in os.getloadavg()]},
         "parameters": {"messages": args.messages, "rounds": args.rounds, "pickups": args.pickups,
                        "quiet_row": args.quiet_row,
+                       "baseline_src": str(args.baseline_src) if args.baseline_src else None,
                        "pickup_spacing_s": args.spacing, "host_json": json.loads(DEFAULT_HOST_JSON)},
         "results": results,
         "ratios": {"funchost-pg-1 / pgqueuer-32": ratio("funchost-pg-1", "pgqueuer-32"),
-                   "funchost-pg-2hosts / funchost-pg-1": ratio("funchost-pg-2hosts", "funchost-pg-1")},
+                   "funchost-pg-2hosts / funchost-pg-1": ratio("funchost-pg-2hosts", "funchost-pg-1"),
+                   **({"baseline-pg-1 / pgqueuer-32": ratio("baseline-pg-1", "pgqueuer-32")}
+                      if "baseline-pg-1" in results else {})},
         # Medians of the rounds, draining processes + server (`watch`), and split for the hosts.
         "cpu_us_per_message": {name: row["cpu_us_per_message"]["median"] for name, row in results.items()},
         "cpu_us_per_message_split": {
@@ -346,6 +356,8 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=3.0, help="idle seconds before the pickups")
     parser.add_argument("--quiet-row", action="store_true",
                         help="also 'funchost-pg-1-warning': host.json log level Warning (no console line per call)")
+    parser.add_argument("--baseline-src", type=Path,
+                        help="a funchost source tree to run as 'baseline-pg-1' (its hosts only; the queue is filled by this tree)")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
     report = asyncio.run(run(args))

@@ -19,12 +19,15 @@ category's level (the console's own filter caches it the same way).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from funchost.logs import (
+    MILLIS,
     CategoryFilter,
     ConsoleHandler,
     JsonFormatter,
@@ -46,38 +49,45 @@ class LineObserver(Protocol):
 
 
 class _Route:
-    """What the root handlers were when last looked at: the console handler and the observers."""
+    """What the root handlers were when last looked at: the console handler and the observers,
+    and the console filter's level per function (kept for one filter)."""
 
-    __slots__ = ("console", "handlers", "levels", "observers")
+    __slots__ = ("category_filter", "console", "handlers", "known", "takes")
 
     def __init__(self, handlers: list[logging.Handler]) -> None:
-        self.handlers = tuple(handlers)
+        self.handlers = list(handlers)  # compared with the root's list: handlers compare by identity
         self.console: ConsoleHandler | None = None
-        self.observers: tuple[LineObserver, ...] = ()
-        self.levels: tuple[CategoryFilter | None, dict[str, tuple[str, int]]] = (None, {})
+        self.takes: tuple[Callable[[str], bool], ...] = ()  # the observers' takes_invocation_line
+        self.category_filter: CategoryFilter | None = None
+        self.known: dict[str, tuple[str, int]] = {}
         consoles = [h for h in handlers if type(h) is ConsoleHandler]
         others = [h for h in handlers if type(h) is not ConsoleHandler]
         if len(consoles) != 1 or not all(isinstance(h, LineObserver) for h in others):
             return
         self.console = consoles[0]
-        self.observers = tuple(others)  # type: ignore[arg-type]  # checked above
+        self.takes = tuple(h.takes_invocation_line for h in others)  # type: ignore[attr-defined]  # checked above
 
     def category(self, category_filter: CategoryFilter, function: str) -> tuple[str, int]:
-        """The function's category and the console filter's level for it (kept per filter)."""
-        owner, known = self.levels
-        if owner is not category_filter:
-            known = {}
-            self.levels = (category_filter, known)
-        found = known.get(function)
-        if found is None:
-            category = f"Function.{function}"
-            found = known[function] = (category, category_filter.threshold(category))
+        """The function's category and the console filter's level for it."""
+        if self.category_filter is not category_filter:
+            self.category_filter, self.known = category_filter, {}
+        category = f"Function.{function}"
+        found = self.known[function] = (category, category_filter.threshold(category))
         return found
 
 
 _route = _Route([])
 _results = logging.getLogger(RESULTS_LOGGER)
 _root = logging.getLogger()
+_time = time.time
+_running_loop = asyncio._get_running_loop
+_second: tuple[int, str] = (-1, "")  # a second since the epoch and its timestamp's text up to the millis
+
+
+def _new_second(whole: int) -> tuple[int, str]:
+    global _second
+    _second = (whole, timestamp_of(whole)[:-4])  # `timestamp_of`'s text, its millis left off
+    return _second
 
 
 def write(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ...]) -> bool:
@@ -93,10 +103,9 @@ def write(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ..
     if parent is not _root and (parent.handlers or not parent.propagate or (
             parent.parent is not _root and not _passes_on(parent.parent))):
         return False
-    handlers = _root.handlers
     route = _route
-    if route.handlers != tuple(handlers):  # handlers compare by identity
-        route = _route = _Route(handlers)
+    if route.handlers != _root.handlers:
+        route = _route = _Route(_root.handlers)
     console = route.console
     if console is None or level < console.level:
         return False
@@ -104,26 +113,57 @@ def write(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ..
     if formatter is not TextFormatter and formatter is not JsonFormatter:
         return False
     filters = console.filters
-    category_filter = filters[0] if len(filters) == 1 else None
-    if type(category_filter) is not CategoryFilter:
+    if len(filters) != 1 or type(filters[0]) is not CategoryFilter:
         return False
     invocation_id = values[2]
-    for observer in route.observers:
-        if observer.takes_invocation_line(invocation_id):
+    for takes in route.takes:
+        if takes(invocation_id):
             return False
-    category, threshold = route.category(category_filter, values[1])
+    category_filter = filters[0]
+    found = route.known.get(values[1]) if route.category_filter is category_filter else None
+    category, threshold = found if found is not None else route.category(category_filter, values[1])
     if level < threshold:
         return True  # the console's filter drops it, and no other handler would take it
-    if formatter is JsonFormatter:
-        event: dict[str, Any] = {"time": timestamp_of(time.time()), "level": logging.getLevelName(level),
-                                 "category": category, "message": message}
-        for key, value in fields_of(keys, values).items():
-            name = _CAMEL.get(key)
-            if name is None:
-                name = _CAMEL[key] = camel_key(key)
-            event[name] = value
-        return console.write_line(json.dumps(event, default=str) + console.terminator)
-    return console.write_line(f"[{timestamp_of(time.time())}] {message}{console.terminator}")
+    if formatter is TextFormatter:
+        now = _time()
+        whole = int(now)
+        second = _second
+        if second[0] != whole:
+            second = _new_second(whole)
+        line = f"[{second[1]}{MILLIS[int((now - whole) * 1000)]}] {message}{console.terminator}"
+        return _out(console, line) if console.defers else console.write_line(line)
+    event: dict[str, Any] = {"time": timestamp_of(_time()), "level": logging.getLevelName(level),
+                             "category": category, "message": message}
+    for key, value in fields_of(keys, values).items():
+        name = _CAMEL.get(key)
+        if name is None:
+            name = _CAMEL[key] = camel_key(key)
+        event[name] = value
+    return _out(console, json.dumps(event, default=str) + console.terminator)
+
+
+def _out(console: ConsoleHandler, line: str) -> bool:
+    """On an event loop, to the waiting lines of a console that writes each line through (written
+    with the others of the loop's turn: `ConsoleHandler`); else written now."""
+    global _deferring
+    if console.defers:
+        loop = _running_loop()
+        if loop is not None:
+            console.queue_line(line, loop)
+            _deferring = console
+            return True
+    return console.write_line(line)
+
+
+_deferring: ConsoleHandler | None = None  # the console lines have waited in
+
+
+def before_user_code() -> None:
+    """Write the invocation lines still waiting, so that what a function prints or writes to the
+    console comes after its Executing line (called on the thread that runs the function)."""
+    console = _deferring
+    if console is not None:
+        console.write_waiting()
 
 
 def fields_of(keys: tuple[str, ...], values: tuple[Any, ...]) -> dict[str, Any]:

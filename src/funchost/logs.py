@@ -8,11 +8,13 @@ invocation id through a context variable.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any, TextIO
@@ -80,7 +82,7 @@ def _timestamp(record: logging.LogRecord) -> str:
     return timestamp_of(record.created)
 
 
-_MILLIS = tuple(f"{millis:03d}Z" for millis in range(1000))
+MILLIS = tuple(f"{millis:03d}Z" for millis in range(1000))
 
 
 def timestamp_of(created: float) -> str:
@@ -90,7 +92,7 @@ def timestamp_of(created: float) -> str:
     if _second_cache[0] != whole:
         prefix = datetime.fromtimestamp(whole, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.")
         _second_cache = (whole, prefix)
-    return _second_cache[1] + _MILLIS[int((created - whole) * 1000)]
+    return _second_cache[1] + MILLIS[int((created - whole) * 1000)]
 
 
 class TextFormatter(logging.Formatter):
@@ -128,6 +130,7 @@ def camel_key(key: str) -> str:
 
 
 FLUSH_INTERVAL = 0.1  # seconds a console line may wait in the buffer when stdout is not a terminal
+LINES_DELAY = 0.002  # seconds the invocation lines may wait on an event loop (`ConsoleHandler.queue_line`)
 
 
 class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -138,18 +141,62 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
     The flusher is not a daemon: a daemon thread caught inside stdout's lock while the
     interpreter finalizes aborts the process. It is told to finish (after a last flush) from
     `threading`'s exit hooks, which run before the interpreter waits for threads.
+
+    On a stream that writes every line through (PYTHONUNBUFFERED, `python -u`, line buffering:
+    `defers`), the invocations' Executing/Executed lines (`direct_lines`) written on an event loop
+    wait in `waiting` and go out in one write: LINES_DELAY after the first of them at the latest,
+    before any other line (`emit`, `print_line`), before user code runs (`write_waiting`, called by
+    the executor: what a function prints comes after its Executing line) and on `flush`. Written
+    one by one, each line costs a write system call that also hands the GIL to other threads and
+    back; so an HTTP request's Executed line goes out with the next request's Executing line.
     """
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__(stream)
         self.buffered = not _is_terminal(stream)
+        self.defers = self.buffered and bool(getattr(stream, "write_through", False)
+                                             or getattr(stream, "line_buffering", False))
         self._dirty = False
         self._wake = threading.Event()
         self._closing = False
         self._flusher: threading.Thread | None = None
+        self.waiting: deque[str] = deque()  # appended on the loop, taken under the lock by any thread
+        self._turn_end: asyncio.AbstractEventLoop | None = None  # the loop a write of them is scheduled on
+
+    def queue_line(self, line: str, loop: asyncio.AbstractEventLoop) -> None:
+        """A line formatted elsewhere (`direct_lines`), on `loop`'s thread: written with the
+        others waiting (class docstring)."""
+        self.waiting.append(line)
+        if self._turn_end is not loop:  # (a loop closed before the write is not waited for)
+            self._turn_end = loop
+            loop.call_later(LINES_DELAY, self._at_turn_end)
+
+    def _at_turn_end(self) -> None:
+        self._turn_end = None
+        self.write_waiting()
+
+    def write_waiting(self) -> None:
+        """Write the waiting lines now (after a write of them another thread has begun)."""
+        with self.lock:  # type: ignore[union-attr]
+            if self.waiting:
+                self._write_waiting()
+
+    def _write_waiting(self) -> None:  # the lock held
+        waiting, parts = self.waiting, []
+        while waiting:  # popleft: a line appended meanwhile stays for the next write, never lost
+            parts.append(waiting.popleft())
+        text = "".join(parts)
+        try:
+            self._write(text)
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(logging.makeLogRecord({"msg": text}))
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
+            if self.waiting:  # the lines before this one first
+                self._write_waiting()
             self._write(self.format(record) + self.terminator)
         except RecursionError:
             raise
@@ -160,7 +207,15 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
         """A line formatted elsewhere (`direct_lines`), under the handler's lock as `handle` takes
         it; False if writing failed (the caller then logs the record, which reports the error)."""
         with self.lock:  # type: ignore[union-attr]
+            if self.waiting:
+                self._write_waiting()
             try:
+                if self._dirty and self.buffered and not self._closing:  # `_write`'s common case, inline
+                    try:
+                        self.stream.write(line)
+                        return True
+                    except UnicodeEncodeError:
+                        pass  # `_write` escapes it
                 self._write(line)
             except RecursionError:
                 raise
@@ -183,12 +238,15 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     def flush(self) -> None:
         with self.lock:  # type: ignore[union-attr]
+            if self.waiting:
+                self._write_waiting()
             self._dirty = False
             super().flush()
 
     def close(self) -> None:
         # Only signal: logging.shutdown() calls close() holding this handler's lock, which the
         # flusher needs to finish, so joining here would wait out the timeout.
+        self.write_waiting()
         self._closing = True
         self._wake.set()
         super().close()
@@ -267,7 +325,11 @@ def configure(output: str = "text", levels: Mapping[str, str] | None = None,
 
 
 def print_line(text: str, *, output: str = "text", event: str = "Info", **fields: Any) -> None:
-    """Start-up banner lines: plain text, or one NDJSON event."""
+    """Start-up banner lines: plain text, or one NDJSON event (after the invocation lines still
+    waiting: "Host stopped." follows the last Executed line)."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, ConsoleHandler):
+            handler.write_waiting()
     if output == "json":
         payload = {"time": _timestamp(logging.makeLogRecord({})), "level": "INFO", "category": "Host.Startup",
                    "event": event, "message": text, **fields}

@@ -41,15 +41,18 @@ def is_busy(exc: sqlite3.Error) -> bool:
 
 
 def connect_wal(path: Path | str, *, busy_timeout: float, setup: Setup | None = None,
-                sleep: Callable[[float], None] = time.sleep) -> sqlite3.Connection:
+                sleep: Callable[[float], None] = time.sleep, page_size: int | None = None) -> sqlite3.Connection:
     """A connection in autocommit mode (`isolation_level=None`), WAL journal, busy timeout set,
-    `setup(conn)` applied; retried while another process holds the lock (module docstring)."""
+    `setup(conn)` applied; retried while another process holds the lock (module docstring).
+    `page_size` applies to a file this call creates (SQLite keeps an existing file's)."""
     deadline = time.monotonic() + busy_timeout
     delay = FIRST_RETRY_SECONDS
     while True:
         conn = sqlite3.connect(str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+            if page_size is not None:  # before anything writes the file; ignored once it exists
+                conn.execute(f"PRAGMA page_size={int(page_size)}")
             mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
             if str(mode).lower() != "wal":
                 mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]

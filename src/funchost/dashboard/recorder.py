@@ -24,11 +24,13 @@ import asyncio
 import gc
 import logging
 import marshal
+import time
 import traceback
 from collections.abc import Mapping
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
-from funchost.clock import Clock
+from funchost.clock import Clock, SystemClock
 from funchost.dashboard.notifier import Notifier
 from funchost.dashboard.options import DashboardOptions, from_settings
 from funchost.invocation.context import current_invocation
@@ -45,6 +47,7 @@ from funchost.storage.invocations import (
     InvocationHistoryStore,
     InvocationRecord,
     RecordBatch,
+    flat_details,
 )
 
 if TYPE_CHECKING:
@@ -82,7 +85,8 @@ FUNCTION = InvocationRecord._fields.index("function")
 class HistoryRecorder:
     def __init__(self, clock: Clock, options: DashboardOptions) -> None:
         self.clock = clock
-        self._monotonic = clock.monotonic
+        # Read on every attempt: the real clock's own function, without SystemClock's frame around it.
+        self._monotonic = time.monotonic if type(clock) is SystemClock else clock.monotonic
         self._wall = clock.now().timestamp() - clock.monotonic()  # monotonic + this = seconds since the epoch
         self.options = options
         # The attempts running now, by invocation id (dict entries only: no object per attempt).
@@ -131,7 +135,11 @@ class HistoryRecorder:
             details = self._encode_details(function.name, details)
         # else a dict of untracked values (str, numbers, datetimes): it waits as it is, encoded by the writer
         if result.succeeded:
-            outcome, error, stack, summary = SUCCEEDED, None, None, result_summary(request, result)
+            outcome, error, stack = SUCCEEDED, None, None
+            if result.outputs:
+                summary = result_summary(request, result)
+            else:  # no output: the host answers 200 to an HTTP request
+                summary = HTTP_200 if function.is_http else None
         else:  # the exception waits in the stack's place
             outcome, error, stack, summary = (FAILED, clip(result.error_message or "the invocation failed"),
                                               result.error, None)
@@ -156,12 +164,15 @@ class HistoryRecorder:
 
     def to_records(self, values: list[Any]) -> RecordBatch:
         """The records of pending attempts, their values changed in place: details waiting as a
-        dict encoded, a failure's exception turned into its stack trace. No object per record:
-        the store encodes the values."""
+        dict made what a batch keeps (`flat_details`: datetimes as their state, their text built
+        on read), a failure's exception turned into its stack trace. No object per record: the
+        store encodes the values."""
         for index in range(DETAILS, len(values), FIELDS):
             details = values[index]
             if type(details) is dict:
-                values[index] = self._encode_details(values[index - DETAILS + FUNCTION], details)
+                flat = flat_details(details)
+                values[index] = flat if flat is not None else \
+                    self._encode_details(values[index - DETAILS + FUNCTION], details)
         for index, stack in enumerate(values[STACK::FIELDS]):
             if stack is not None and isinstance(stack, BaseException):
                 values[index * FIELDS + STACK] = clip(
@@ -317,11 +328,19 @@ def result_summary(request: InvocationRequest, result: InvocationResult) -> str 
     """"HTTP 201" for an HTTP function's response; the output bindings written otherwise."""
     outputs = result.outputs
     if not outputs:
-        return "HTTP 200" if request.function.is_http else None  # no output: the host answers 200
+        return HTTP_200 if request.function.is_http else None  # no output: the host answers 200
     if len(outputs) == 1:  # the common case, an HTTP function's response on the lean path: no sorting
         (datum,) = outputs.values()
         if type(datum) is HttpResponseDatum:
-            return f"HTTP {_status(datum.parts.status_code)}"
+            code = datum.parts.status_code
+            if type(code) is int or type(code) is HTTPStatus:  # one text per status: kept once in a batch
+                summary = _HTTP_SUMMARIES.get(code)
+                if summary is None:
+                    summary = f"HTTP {_status(code)}"
+                    if len(_HTTP_SUMMARIES) < 100:
+                        _HTTP_SUMMARIES[code] = summary
+                return summary
+            return f"HTTP {_status(code)}"
     names = sorted(outputs)
     parts = []
     for name in names:
@@ -337,6 +356,10 @@ def result_summary(request: InvocationRequest, result: InvocationResult) -> str 
     if names:
         parts.append("outputs: " + ", ".join(names))
     return "; ".join(parts) or None
+
+
+HTTP_200 = "HTTP 200"
+_HTTP_SUMMARIES: dict[int, str] = {}  # by status code (ints only, at most 100 of them)
 
 
 def _status(value: Any) -> str:

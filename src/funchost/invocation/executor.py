@@ -2,8 +2,8 @@
 
 Built with the host's `Runtime`. Each call goes through the middleware chain composed once here
 (`middleware`): retry policy, log lines, binding (arguments through the library's converters,
-input bindings, the return-value rules, output bindings written on success), activity tracking,
-fault points and ``functionTimeout``, then the call itself. Sync functions run in a thread pool
+input bindings, the return-value rules, output bindings written on success; the function marked
+running around the rest), fault points and ``functionTimeout``, then the call itself. Sync functions run in a thread pool
 sized like the worker's (PYTHON_THREADPOOL_THREAD_COUNT), async functions on the event loop.
 """
 
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from azure.functions.meta import Datum
 
+from funchost.direct_lines import before_user_code
 from funchost.errors import InvocationError
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation.arguments import is_blocking
@@ -33,7 +34,7 @@ from funchost.invocation.context import (
 from funchost.invocation.contracts import InvocationRequest, InvocationResult
 from funchost.invocation.log import log_invocation
 from funchost.invocation.middleware import AttemptObserver, CallNext, Invocation, Middleware, compose
-from funchost.invocation.pieces import FaultPoints, FunctionTimeout, track_activity
+from funchost.invocation.pieces import FaultPoints, FunctionTimeout
 from funchost.invocation.plan import INPUT, OUT, TRIGGER, InvocationPlan
 from funchost.invocation.retry import RetryPolicy
 from funchost.invocation.threads import FunctionThreadPool
@@ -89,8 +90,7 @@ class Executor:
         self._attempt: list[Middleware] = [
             log_invocation,
             *pieces,
-            self._bind,
-            track_activity,
+            self._bind,  # marks the function running around the rest (`activity`)
             FaultPoints(runtime.faults),
             *([FunctionTimeout(runtime.clock, timeout)] if timeout is not None else []),
         ]
@@ -158,7 +158,12 @@ class Executor:
                 outs = await self._arguments_with_inputs(invocation)
             else:
                 outs = self._arguments(invocation)
-            await call_next(invocation)
+            invocation_id = request.invocation_id
+            activity.function_started(invocation_id)  # running, for the test harness's idleness
+            try:
+                await call_next(invocation)
+            finally:
+                activity.function_finished(invocation_id)
             outputs = self._collect_outputs(plan, invocation.value, outs)
             result.outputs = outputs
             if outputs and plan.writes_outputs:
@@ -251,6 +256,7 @@ class Executor:
         try:
             if function.is_async:
                 # Awaited in this task, as the worker does: no extra task per invocation.
+                before_user_code()
                 invocation.value = await function.func(**kwargs)
             elif plan.context_name is None:
                 invocation.value = await self._pool.run(contextvars.copy_context().run, _run_sync,
@@ -271,9 +277,11 @@ def _context(request: InvocationRequest, retry_context: RetryContext | None) -> 
 
 
 def _run_sync(func: Any, kwargs: dict[str, Any]) -> Any:
+    before_user_code()
     return func(**kwargs)
 
 
 def _run_sync_with_context(func: Any, kwargs: dict[str, Any], context: InvocationContext, invocation_id: str) -> Any:
     context.thread_local_storage.invocation_id = invocation_id
+    before_user_code()
     return func(**kwargs)

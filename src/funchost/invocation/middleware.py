@@ -9,8 +9,8 @@
 The executor composes the chain once per function (`compose`), outermost first: the retry
 policy (once per trigger event; functions without one skip it), the Executing/Executed log lines
 (per attempt), any added pieces, binding (arguments in, outputs out: the boundary where a failure
-becomes a failed result), activity tracking, the ``function.before/after`` fault points and
-``functionTimeout`` (when set), then the call.
+becomes a failed result; it also marks the function running for what follows), the
+``function.before/after`` fault points and ``functionTimeout`` (when set), then the call.
 Pieces above binding get a finished `InvocationResult` and must not raise; pieces below it let
 failures propagate as exceptions, and the result they return is the one binding completes.
 A feature that needs to see every invocation (tracing, metrics) adds a piece. A feature that

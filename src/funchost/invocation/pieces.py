@@ -1,4 +1,4 @@
-"""The small pieces around the user function's call: activity, fault points, functionTimeout.
+"""The small pieces around the user function's call: fault points, functionTimeout.
 
 They sit below binding in the executor's chain (see `middleware`), so a failure is an exception
 that binding turns into the attempt's failed result.
@@ -14,18 +14,7 @@ from funchost.errors import FunctionTimeoutError
 from funchost.invocation.contracts import InvocationResult
 from funchost.invocation.deadlines import DeadlineWatch
 from funchost.invocation.middleware import CallNext, Invocation
-from funchost.runtime import activity
 from funchost.runtime.faults import FaultInjector
-
-
-async def track_activity(invocation: Invocation, call_next: CallNext) -> InvocationResult:
-    """Mark the function running while it runs (the test harness waits for it to finish)."""
-    invocation_id = invocation.request.invocation_id
-    activity.function_started(invocation_id)
-    try:
-        return await call_next(invocation)
-    finally:
-        activity.function_finished(invocation_id)
 
 
 class FaultPoints:

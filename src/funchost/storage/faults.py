@@ -14,7 +14,7 @@ operation succeeded and then the host died" matters, e.g. the queue processor an
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from funchost.runtime.faults import FaultInjector
@@ -84,10 +84,13 @@ class FaultInjectingQueueService:
         await self._during("update", details)
         return receipt
 
-    async def delete_message(self, name: str, message_id: str, pop_receipt: str) -> None:
+    def delete_message(self, name: str, message_id: str, pop_receipt: str) -> Coroutine[Any, Any, None]:
+        """The inner service's call itself while no fault is armed (one coroutine less per message)."""
         if not self._faults.enabled:
-            await self.inner.delete_message(name, message_id, pop_receipt)
-            return
+            return self.inner.delete_message(name, message_id, pop_receipt)
+        return self._delete_with_faults(name, message_id, pop_receipt)
+
+    async def _delete_with_faults(self, name: str, message_id: str, pop_receipt: str) -> None:
         details = {"queue": name, "operation": "delete", "id": message_id}
         await self._before("delete", details)
         await self.inner.delete_message(name, message_id, pop_receipt)

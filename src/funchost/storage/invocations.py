@@ -12,6 +12,7 @@ from __future__ import annotations
 import marshal
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol, overload
 
@@ -56,10 +57,67 @@ DETAILS = InvocationRecord._fields.index("details")
 LOGS = InvocationRecord._fields.index("logs")
 
 
+# Trigger details in a `RecordBatch`, as the recorder's writer leaves them: a dict of values
+# marshal takes; or `(dict, dated)`, the dict with None in place of each datetime and `dated`
+# ((key, state, offset), ...) the datetimes as their pickling state (10 bytes) and UTC offset in
+# seconds (None for a naive one), turned into the text the history shows, `str(datetime)`, only
+# when read (building that text cost more than the rest of a record's writing); marshal bytes of
+# either; or a mapping marshal does not take (the store writes its JSON form).
+_MARSHALLED = frozenset({str, int, float, bool, type(None), bytes})
+_UTC = timezone.utc
+
+
+def flat_details(details: dict[str, Any]) -> dict[str, Any] | tuple[dict[str, Any], tuple[Any, ...]] | None:
+    """The details as a batch keeps them (above); None if they hold a value of another kind."""
+    dated: list[tuple[str, bytes, int | None]] | None = None
+    for key, value in details.items():
+        kind = type(value)
+        if kind in _MARSHALLED:
+            continue
+        if kind is not datetime:
+            return None
+        zone = value.tzinfo
+        if zone is _UTC:
+            offset: int | None = 0
+        elif zone is None:
+            offset = None
+        else:
+            delta = zone.utcoffset(value) if type(zone) is timezone else None
+            if delta is None or delta.microseconds:
+                return None
+            offset = delta.days * 86400 + delta.seconds
+        if dated is None:
+            dated = []
+        dated.append((key, value.__reduce__()[1][0], offset))
+    if dated is None:
+        return details
+    plain = dict(details)
+    for key, _, _ in dated:
+        plain[key] = None
+    return plain, tuple(dated)
+
+
+_from_state: Any = datetime  # datetime(state, tzinfo): the constructor pickling uses (not in the stubs)
+
+
+def details_of(stored: Any) -> dict[str, Any]:
+    """Details as `flat_details` or the recorder left them, read back as a plain dict."""
+    if type(stored) is bytes:
+        stored = marshal.loads(stored)
+    if type(stored) is tuple:
+        plain, dated = stored
+        plain = dict(plain)
+        for key, state, offset in dated:
+            zone = None if offset is None else _UTC if offset == 0 else timezone(timedelta(seconds=offset))
+            plain[key] = str(_from_state(state, zone))
+        return plain
+    return dict(stored)
+
+
 class RecordBatch(Sequence[InvocationRecord]):
     """Records as the dashboard's recorder collects them: FIELDS plain values each in one flat
-    list, in `InvocationRecord`'s field order, with the details as marshal bytes (or a mapping
-    that marshal does not take) and the log lines as marshal bytes of their tuples (or None).
+    list, in `InvocationRecord`'s field order, with the details as `flat_details` leaves them (or
+    marshal bytes of those) and the log lines as marshal bytes of their tuples (or None).
     A store that knows the layout encodes the values as they are, with no object per record
     (the SQLite history does: its cost per invocation, benchmarks/README.md); to anything else it
     is a sequence of records."""
@@ -87,7 +145,7 @@ class RecordBatch(Sequence[InvocationRecord]):
             raise IndexError(index)
         values = list(self.values[index * FIELDS:(index + 1) * FIELDS])
         details = values[DETAILS]
-        values[DETAILS] = marshal.loads(details) if type(details) is bytes else dict(details)
+        values[DETAILS] = details_of(details)
         lines = values[LOGS]
         values[LOGS] = tuple(map(LogLine._make, marshal.loads(lines))) if lines is not None else ()
         return InvocationRecord._make(values)

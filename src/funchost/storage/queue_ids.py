@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import random
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 PURGE_INTERVAL = 60.0  # seconds of clock time between lazy purges of expired messages
@@ -37,6 +38,26 @@ def message_id(seq: int) -> str:
 def service_time(value: float | None) -> datetime | None:
     """A stored time as the service reports it: one-second resolution (RFC 1123 on the wire)."""
     return None if value is None else datetime.fromtimestamp(math.floor(value), UTC)
+
+
+ServiceTime = Callable[[float | None], datetime | None]
+
+
+def batch_service_time() -> ServiceTime:
+    """`service_time` for the messages of one receive: each second's datetime made once and
+    shared (they mostly carry the same few seconds; datetimes are immutable)."""
+    made: dict[int, datetime] = {}
+
+    def convert(value: float | None) -> datetime | None:
+        if value is None:
+            return None
+        whole = math.floor(value)
+        found = made.get(whole)
+        if found is None:
+            found = made[whole] = datetime.fromtimestamp(whole, UTC)
+        return found
+
+    return convert
 
 
 def seq_of(message_id: str) -> int | None:

@@ -1,14 +1,19 @@
 """The Executing/Executed lines written straight to the console are the lines `logging` writes,
-and any other handler, filter or formatter on the way sends them through `logging` again."""
+and any other handler, filter or formatter on the way sends them through `logging` again; on an
+event loop the lines of a turn are written together, before any other line and before what a
+function prints."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -173,3 +178,94 @@ def test_a_formatter_replaced_after_the_first_line_is_followed() -> None:
         handler.flush()
         text, event = stream.getvalue().splitlines()
         assert text.endswith(LINES[0][0]) and json.loads(event)["message"] == LINES[1][0]
+
+
+@contextmanager
+def write_through_console() -> Iterator[tuple[logs.ConsoleHandler, list[str]]]:
+    """The host's console handler alone, on a stream that writes each line through (as stdout
+    with PYTHONUNBUFFERED): the lines of an event loop's turn wait and go out together."""
+    writes: list[str] = []
+
+    class Recording(io.TextIOWrapper):
+        def write(self, text: str) -> int:
+            writes.append(text)
+            return len(text)
+
+    with only_console() as (handler, _):
+        handler.setStream(Recording(io.BytesIO(), write_through=True))  # type: ignore[arg-type]
+        handler.defers = True
+        yield handler, writes
+
+
+def test_only_a_stream_writing_each_line_through_defers_lines() -> None:
+    assert logs.ConsoleHandler(io.TextIOWrapper(io.BytesIO(), write_through=True)).defers
+    assert logs.ConsoleHandler(io.TextIOWrapper(io.BytesIO(), line_buffering=True)).defers
+    assert not logs.ConsoleHandler(io.TextIOWrapper(io.BytesIO())).defers  # its own buffer: written at once
+    assert not logs.ConsoleHandler(io.StringIO()).defers
+
+
+async def test_on_an_event_loop_waiting_lines_are_written_together_before_any_other(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    with write_through_console() as (handler, writes):
+        for message, fields in LINES:
+            assert direct_lines.write(logging.INFO, message, *fields)
+        await asyncio.sleep(0)
+        assert writes == []  # waiting (LINES_DELAY) for more lines to write with them
+        handler.flush()
+        assert len(writes) == 1 and writes[0].count("\n") == 2  # one write for both
+    monkeypatch.setattr(logs, "LINES_DELAY", 0.0)
+    with write_through_console() as (handler, writes):
+        for message, fields in LINES:
+            assert direct_lines.write(logging.INFO, message, *fields)
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert len(writes) == 1 and writes[0].count("\n") == 2  # written by the loop itself
+        assert direct_lines.write(logging.INFO, LINES[0][0], *LINES[0][1])
+        logging.getLogger("funchost.host").warning("a host line")  # through `logging`: after the waiting line
+        assert [line.split("] ", 1)[1] for line in "".join(writes[1:]).splitlines()] == [LINES[0][0], "a host line"]
+        assert direct_lines.write(logging.INFO, LINES[1][0], *LINES[1][1])
+        direct_lines.before_user_code()  # what a function prints comes after the lines before it
+        assert writes[-1].endswith(LINES[1][0] + "\n")
+        assert direct_lines.write(logging.INFO, LINES[1][0], *LINES[1][1])
+        handler.flush()
+        assert writes[-1].endswith(LINES[1][0] + "\n")
+        assert direct_lines.write(logging.INFO, LINES[1][0], *LINES[1][1])
+        printed = len(writes)
+        logs.print_line("Host stopped.")  # a banner line: after the lines still waiting
+        assert writes[printed].endswith(LINES[1][0] + "\n")
+
+
+FUNCTIONS = """
+import azure.functions as func
+app = func.FunctionApp()
+
+@app.queue_trigger(arg_name="msg", queue_name="printing-a", connection="AzureWebJobsStorage")
+async def printing_async(msg: str) -> None:
+    print("printed by", msg)
+
+@app.queue_trigger(arg_name="msg", queue_name="printing-s", connection="AzureWebJobsStorage")
+def printing_sync(msg: str) -> None:
+    print("printed by", msg)
+"""
+
+
+@pytest.mark.parametrize("function", ["printing_async", "printing_sync"])
+async def test_what_a_function_prints_comes_between_its_two_lines(tmp_path: Path, function: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from azure.functions.meta import Datum
+
+    from funchost.invocation.contracts import InvocationRequest
+    from funchost.testing import HostHarness, write_app
+
+    write_app(tmp_path / "app", FUNCTIONS)
+    async with HostHarness(tmp_path / "app") as host:
+        with write_through_console() as (handler, writes):
+            monkeypatch.setattr(sys, "stdout", handler.stream)  # print() writes to the console's stream
+            for n in range(3):
+                request = InvocationRequest(function=host.runtime.functions[function],
+                                            trigger_value=Datum(f"m{n}", "string"), reason="test")
+                assert (await host.runtime.invoker.invoke(request)).succeeded
+            handler.flush()
+    lines = [line.split("] ", 1)[-1].split(" (")[0] for line in "".join(writes).splitlines()]
+    assert lines == [item for n in range(3) for item in
+                     (f"Executing 'Functions.{function}'", f"printed by m{n}", f"Executed 'Functions.{function}'")]

@@ -1,13 +1,23 @@
 """The embedded invocation history's file: one segment row per batch, files of the first version,
-rows of an unknown format, and two processes writing one history."""
+rows of an unknown format, two processes writing one history, and the details of a batch
+(datetimes kept as their state, read back as their text)."""
 
 from __future__ import annotations
 
+import marshal
 import sqlite3
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
-from funchost.storage.invocations import SUCCEEDED, InvocationRecord
-from funchost.storage.sqlite.invocations import DB_FILE, SqliteInvocationHistory
+from funchost.storage.invocations import SUCCEEDED, InvocationRecord, RecordBatch, details_of, flat_details
+from funchost.storage.sqlite.invocations import (
+    DB_FILE,
+    FLAT_BYTES_FORMAT,
+    FLAT_FORMAT,
+    PAGE_SIZE,
+    SqliteInvocationHistory,
+)
 
 
 def record(n: int, function: str = "hello") -> InvocationRecord:
@@ -67,3 +77,59 @@ async def test_two_writers_share_one_history_and_its_activity(tmp_path: Path) ->
     assert sorted((a.function, a.total) for a in await first.activity()) == [("hello", 1), ("other", 1)]
     await first.aclose()
     await second.aclose()
+
+
+def flat_values(n: int, details: Any) -> list[Any]:
+    return [f"id-{n}", "hello", "queueTrigger", "test", 1000.0 + n, 1.0, SUCCEEDED, None, None, details, None, 0, 0,
+            None]
+
+
+DATETIMES = [datetime(2026, 12, 3, 17, 0, 1, 250, tzinfo=UTC), datetime(2026, 12, 3, 17, 0),  # aware, naive
+             datetime(2026, 12, 3, 17, 0, tzinfo=timezone(timedelta(hours=-5, minutes=-30))),
+             datetime(2026, 10, 25, 1, 30, fold=1, tzinfo=timezone(timedelta(hours=2), "CEST"))]
+
+
+def test_datetimes_in_details_wait_as_their_state_and_read_back_as_their_text() -> None:
+    for when in DATETIMES:
+        details = {"MessageId": "m", "InsertedOn": when, "DequeueCount": 2, "Body": b"x"}
+        flat = flat_details(details)
+        assert type(flat) is tuple and flat[0]["InsertedOn"] is None  # no text built on the writer's side
+        assert list(details_of(flat)) == list(details)  # the keys' order kept
+        assert details_of(flat) == {**details, "InsertedOn": str(when)}
+        assert details_of(marshal.dumps(flat)) == details_of(flat)
+    assert flat_details({"n": 1, "s": "x"}) == {"n": 1, "s": "x"}
+    assert flat_details({"when": datetime(2026, 1, 1).date()}) is None  # not a datetime: the recorder's text
+    odd = timezone(timedelta(seconds=1, microseconds=5))
+    assert flat_details({"when": datetime(2026, 1, 1, tzinfo=odd)}) is None
+
+
+async def test_a_batch_is_one_flat_segment_whose_datetimes_read_back_as_text(tmp_path: Path) -> None:
+    history = SqliteInvocationHistory(tmp_path)
+    values: list[Any] = []
+    for n, when in enumerate(DATETIMES, 1):
+        values += flat_values(n, flat_details({"MessageId": f"m{n}", "InsertedOn": when}))
+    await history.append(RecordBatch(values))
+    with sqlite3.connect(tmp_path / DB_FILE) as conn:
+        assert conn.execute("SELECT format FROM history_segments").fetchall() == [(FLAT_FORMAT,)]
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE
+    for n, when in enumerate(DATETIMES, 1):
+        stored = await history.get(f"id-{n}")
+        assert stored is not None and stored.record.details == {"MessageId": f"m{n}", "InsertedOn": str(when)}
+    assert [s.record.details["InsertedOn"] for s in await history.recent()] == [str(w) for w in DATETIMES[::-1]]
+    await history.prune(max_count=3, oldest_started=0)  # rewrites the segment in the record layout
+    assert [s.record.details["InsertedOn"] for s in await history.recent()] == [str(w) for w in DATETIMES[:0:-1]]
+    await history.aclose()
+
+
+async def test_segments_of_the_previous_flat_layout_are_still_read(tmp_path: Path) -> None:
+    history = SqliteInvocationHistory(tmp_path)
+    await history.append([record(1)])
+    encoded = marshal.dumps(flat_values(2, marshal.dumps({"MessageId": "old"})))
+    with sqlite3.connect(tmp_path / DB_FILE) as conn:  # as the previous version wrote a batch
+        conn.execute("INSERT INTO history_segments VALUES (2, 2, 1, 1002.0, 1002.0, ?, ?, NULL)",
+                     (FLAT_BYTES_FORMAT, encoded))
+        conn.execute("UPDATE history_counter SET last_seq = 2")
+    stored = await history.get("id-2")
+    assert stored is not None and stored.record.details == {"MessageId": "old"}
+    assert [a.total for a in await history.activity()] == [2]
+    await history.aclose()

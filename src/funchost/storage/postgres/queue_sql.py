@@ -80,9 +80,11 @@ UPDATE = (f"{_T} UPDATE queue_messages m SET visible_at = t.now + %(vt)s, pop_re
           f"WHERE m.queue_id = {QUEUE} AND m.seq = %(s)s AND m.id_prefix = %(p)s AND m.pop_receipt = %(r)s "
           f"AND {LIVE} AND t.now + %(vt)s <= coalesce(m.expires_at, 'infinity') RETURNING m.visible_at")
 
-# Deletes of concurrent callers in one statement; the rows deleted come back as (name, seq).
+# Deletes of concurrent callers in one statement; the rows deleted come back as (name, seq). The
+# deletes come as one JSON array of {n, s, p, r} (one text parameter: psycopg adapts four arrays
+# element by element, about half of the statement's CPU on the host).
 DELETE = (f"{_T} DELETE FROM queue_messages m "
-          f"USING unnest(%(n)s::text[], %(s)s::bigint[], %(p)s::text[], %(r)s::text[]) d(n, s, p, r), queues q "
+          f"USING jsonb_to_recordset(%(d)s::jsonb) d(n text, s bigint, p text, r text), queues q "
           f"WHERE q.account = %(a)s AND q.name = d.n AND m.queue_id = q.queue_id AND m.seq = d.s "
           f"AND m.id_prefix = d.p AND m.pop_receipt = d.r AND {LIVE} RETURNING d.n, m.seq")
 

@@ -33,7 +33,15 @@ from funchost.errors import (
 )
 from funchost.storage.postgres import queue_sql as sql
 from funchost.storage.postgres.db import PgDatabase, server_time
-from funchost.storage.queue_ids import PURGE_INTERVAL, id_prefix, random_hex, seq_of, service_time
+from funchost.storage.queue_ids import (
+    PURGE_INTERVAL,
+    ServiceTime,
+    batch_service_time,
+    id_prefix,
+    random_hex,
+    seq_of,
+    service_time,
+)
 from funchost.storage.queue_rules import DEFAULT_TTL, out_of_range
 from funchost.storage.queues import QueueMessage, QueueProperties, UpdateReceipt
 
@@ -41,10 +49,10 @@ MAX_GROUP = 512  # deletes per statement
 Notify = Callable[[str, str], None]
 
 
-def _message(row: Any, *, with_receipt: bool = True) -> QueueMessage:
+def _message(row: Any, *, with_receipt: bool = True, times: ServiceTime = service_time) -> QueueMessage:
     seq, prefix, content, inserted, expires, visible, count, receipt = row
-    return QueueMessage(f"{prefix}{seq:012x}", content, count, service_time(inserted), service_time(expires),  # type: ignore[arg-type]
-                        service_time(visible) if with_receipt else None, receipt if with_receipt else None)
+    return QueueMessage(f"{prefix}{seq:012x}", content, count, times(inserted), times(expires),  # type: ignore[arg-type]
+                        times(visible) if with_receipt else None, receipt if with_receipt else None)
 
 
 class PostgresQueueService:
@@ -72,7 +80,9 @@ class PostgresQueueService:
         await self._ready()
         async with self._database.connection() as conn:
             cursor = await conn.execute(statement, args)
-            return list(await cursor.fetchall()) if cursor.description else []
+            # `pgresult.nfields`, not `description`: that builds a column object per field each call
+            result = cursor.pgresult
+            return list(await cursor.fetchall()) if result is not None and result.nfields else []
 
     async def _exists(self, name: str) -> bool:
         return bool(await self._fetch(sql.EXISTS, self._args(name)))
@@ -142,7 +152,8 @@ class PostgresQueueService:
                                                          nonce=random_hex(6)))
         if not rows:
             await self._require(name)
-        return [_message(r) for r in sorted(rows, key=lambda r: r[0])]
+        times = batch_service_time()
+        return [_message(r, times=times) for r in sorted(rows, key=lambda r: r[0])]
 
     async def _purge(self) -> None:
         now = self._clock.now().timestamp()
@@ -192,9 +203,8 @@ class PostgresQueueService:
                         future.set_exception(error)
 
     async def _delete_batch(self, batch: list[tuple[str, int, str, str, asyncio.Future[None]]]) -> None:
-        rows = await self._fetch(sql.DELETE, self._args(
-            [b[0] for b in batch], s=[b[1] for b in batch], p=[b[2][:24] for b in batch],
-            r=[b[3] for b in batch]))
+        rows = await self._fetch(sql.DELETE, {"now": server_time(self._clock), "a": self.account_name, "d": json.dumps(
+            [{"n": name, "s": seq, "p": message_id[:24], "r": receipt} for name, seq, message_id, receipt, _ in batch])})
         deleted = {(n, s) for n, s in rows}
         missed = []
         for name, seq, message_id, receipt, future in batch:

@@ -29,12 +29,13 @@ BUSY_TIMEOUT_MS = 30_000
 
 class SqliteDatabase:
     def __init__(self, path: Path, schema: str = "", *, name: str = "sqlite",
-                 upgrade: Callable[[sqlite3.Connection], None] | None = None) -> None:
+                 upgrade: Callable[[sqlite3.Connection], None] | None = None, page_size: int | None = None) -> None:
         """`upgrade` runs after `schema`, in the same write transaction (e.g. adding a column to a
-        file created by an older version)."""
+        file created by an older version); `page_size` is the page size of a file created here."""
         self.path = private_sqlite_file(path)  # 0600, and so are its -wal / -shm files
         self._schema = schema
         self._upgrade = upgrade
+        self._page_size = page_size
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{name}-db")
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
@@ -45,7 +46,8 @@ class SqliteDatabase:
     def _connect(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = connect_wal(self.path, busy_timeout=BUSY_TIMEOUT_MS / 1000, setup=self._setup)
+            conn = connect_wal(self.path, busy_timeout=BUSY_TIMEOUT_MS / 1000, setup=self._setup,
+                               page_size=self._page_size)
             self._local.conn = conn
             self._connections.append(conn)
         return conn

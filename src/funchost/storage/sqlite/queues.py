@@ -31,7 +31,15 @@ from funchost.errors import (
     QueueAlreadyExists,
     QueueNotFound,
 )
-from funchost.storage.queue_ids import PURGE_INTERVAL, message_id, random_hex, seq_of, service_time
+from funchost.storage.queue_ids import (
+    PURGE_INTERVAL,
+    ServiceTime,
+    batch_service_time,
+    message_id,
+    random_hex,
+    seq_of,
+    service_time,
+)
 from funchost.storage.queue_rules import DEFAULT_TTL, out_of_range
 from funchost.storage.queues import QueueMessage, QueueProperties, UpdateReceipt
 from funchost.storage.sqlite.db import SqliteDatabase
@@ -60,15 +68,16 @@ CREATE INDEX IF NOT EXISTS messages_visible ON messages(queue, visible_at);
 CREATE INDEX IF NOT EXISTS messages_expiry ON messages(expires_at) WHERE expires_at IS NOT NULL
 """
 
-def _row_message(row: sqlite3.Row, *, with_receipt: bool = True) -> QueueMessage:
+
+def _row_message(row: sqlite3.Row, *, with_receipt: bool = True, times: ServiceTime = service_time) -> QueueMessage:
     return QueueMessage(
         id=row["id"],
         content=row["content"],
         dequeue_count=row["dequeue_count"],
-        insertion_time=service_time(row["inserted_at"]),  # type: ignore[arg-type]
-        expiration_time=service_time(row["expires_at"]),
+        insertion_time=times(row["inserted_at"]),  # type: ignore[arg-type]
+        expiration_time=times(row["expires_at"]),
         # Peek Messages returns neither a pop receipt nor a next-visible time.
-        next_visible_time=service_time(row["visible_at"]) if with_receipt else None,
+        next_visible_time=times(row["visible_at"]) if with_receipt else None,
         pop_receipt=row["pop_receipt"] if with_receipt else None,
     )
 
@@ -203,7 +212,8 @@ class SqliteQueueService:
                 " RETURNING seq, id, content, inserted_at, expires_at, visible_at, dequeue_count, pop_receipt",
                 (now + visibility_timeout, nonce, name, now, now, max_messages)).fetchall()
             rows.sort(key=lambda r: r["seq"])
-            return [_row_message(r) for r in rows]
+            times = batch_service_time()
+            return [_row_message(r, times=times) for r in rows]
 
         return await self._writes.run(op)
 

@@ -58,13 +58,15 @@ class VisibilityKeeper(Generic[H]):
         self._wake.set()
         return entry
 
-    async def release(self, entry: Renewal[H]) -> None:
-        """Stop renewing `entry`; waits for a renewal already in flight, so the caller completes
-        the message with the latest pop receipt (as WebJobs awaits its timer's stop)."""
+    def release(self, entry: Renewal[H]) -> Awaitable[None] | None:
+        """Stop renewing `entry`. A renewal already in flight is returned for the caller to await,
+        so that it completes the message with the latest pop receipt (as WebJobs awaits its
+        timer's stop); None when there is none (no coroutine per message)."""
         entry.released = True
         self._holds.pop(id(entry), None)
         if entry.renewing is not None:
-            await asyncio.shield(entry.renewing)
+            return asyncio.shield(entry.renewing)
+        return None
 
     async def stop(self) -> None:
         if self._task is not None:

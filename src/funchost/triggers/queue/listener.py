@@ -58,6 +58,7 @@ class QueueListener:
         self._queue_exists: bool | None = None
         self._processing: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()  # ends the batch-threshold wait: nothing else does
+        self._below: asyncio.Future[None] | None = None  # the threshold wait: resolved as a message finishes
         self._unsubscribe: Callable[[], None] | None = None
         self.fetches = 0
 
@@ -74,6 +75,7 @@ class QueueListener:
             self._unsubscribe()
             self._unsubscribe = None
         self._stopping.set()
+        self._resolve_below()
         await self.loop.stop()
         while self._processing:
             await asyncio.gather(*list(self._processing), return_exceptions=True)
@@ -105,31 +107,42 @@ class QueueListener:
         self.fetches += 1
         if not messages:
             return False
-        for message in messages:
-            task = asyncio.get_running_loop().create_task(
-                self._process(message), name=f"queue-message:{self.queue}/{message.id}")
-            self._processing.add(task)
-            task.add_done_callback(self._processing.discard)
+        create_task, process, processing, finished = (asyncio.get_running_loop().create_task,
+                                                      self.processor.process, self._processing, self._finished)
+        for message in messages:  # a task per message, on the processor's own coroutine
+            task = create_task(process(message), name=f"queue-message:{self.queue}/{message.id}")
+            processing.add(task)
+            task.add_done_callback(finished)
         await self._wait_for_threshold()
         return True
 
-    async def _process(self, message: object) -> None:
-        try:
-            await self.processor.process(message)  # type: ignore[arg-type]
-        except asyncio.CancelledError:
-            raise
-        except Exception:
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._processing.discard(task)
+        if len(self._processing) <= self.options.new_batch_threshold:
+            self._resolve_below()
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None and isinstance(error, Exception):
             # WebJobs hands this to the host's unhandled-exception handler; funchost logs it and
             # leaves the message to reappear when its visibility lapses.
-            log.exception("processing a message from '%s' failed unexpectedly", self.queue)
+            log.error("processing a message from '%s' failed unexpectedly", self.queue, exc_info=error)
 
     async def _wait_for_threshold(self) -> None:
+        """Until no more than newBatchThreshold messages are in flight, or the listener stops: one
+        future, resolved by the finishing message that brings the count down (not a wait over
+        every task in flight, renewed as each one finishes)."""
         while len(self._processing) > self.options.new_batch_threshold and not self._stopping.is_set():
-            stopping = asyncio.ensure_future(self._stopping.wait())
+            self._below = asyncio.get_running_loop().create_future()
             try:
-                await asyncio.wait({stopping, *self._processing}, return_when=asyncio.FIRST_COMPLETED)
+                await self._below
             finally:
-                stopping.cancel()
+                self._below = None
+
+    def _resolve_below(self) -> None:
+        below = self._below
+        if below is not None and not below.done():
+            below.set_result(None)
 
     def _on_error(self, exc: BaseException) -> bool:
         self._queue_exists = None

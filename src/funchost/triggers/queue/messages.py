@@ -134,6 +134,18 @@ def _binding_data(message: QueueMessage, text: str | None, inserted: datetime) -
     return binding_data
 
 
+_REASONS: dict[str, str] = {}  # by queue name: one text per queue, not one per message
+
+
+def _reason(queue: str) -> str:
+    reason = _REASONS.get(queue)
+    if reason is None:
+        reason = f"New queue message detected on '{queue}'."
+        if len(_REASONS) < 1000:
+            _REASONS[queue] = reason
+    return reason
+
+
 def build_request(function: FunctionSpec, message: QueueMessage, body: bytes, queue: str,
                   now: datetime) -> InvocationRequest:
     """The trigger value, metadata and binding data the host gives the worker for one message.
@@ -166,6 +178,6 @@ def build_request(function: FunctionSpec, message: QueueMessage, body: bytes, qu
         trigger_value=QueueMessageDatum(value, message, inserted),
         trigger_metadata=LazyMetadata(raw, _metadata_datum),
         binding_data=LazyMapping(lambda: _binding_data(message, text, inserted)),
-        reason=f"New queue message detected on '{queue}'.",
+        reason=_reason(queue),
         details={"MessageId": message.id, "DequeueCount": message.dequeue_count, "InsertedOn": inserted},
     )

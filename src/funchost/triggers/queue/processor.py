@@ -75,7 +75,9 @@ class QueueProcessor:
         try:
             succeeded = await self.execute(message, body)
         finally:
-            await self.keeper.release(hold)
+            renewing = self.keeper.release(hold)
+            if renewing is not None:
+                await renewing
         if succeeded:
             await self._delete(held)
         elif self.poison_queue is None:
