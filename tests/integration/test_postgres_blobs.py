@@ -8,20 +8,15 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.support.postgres_hosts import host
 
-from funchost.clock import Clock, ManualClock, SystemClock
+from funchost.clock import ManualClock
 from funchost.errors import LeaseConflict, ResourceConflict
-from funchost.settings.app_settings import AppSettings
 from funchost.storage.blobsql.blob_rows import CHUNK_SIZE
-from funchost.storage.postgres.backend import PostgresStorage, open_backend
 from funchost.storage.postgres.db import ServerClock
 
 pytestmark = pytest.mark.postgres
 
-
-def host(tmp_path: Path, name: str, dsn: str, schema: str, clock: Clock | None = None) -> PostgresStorage:
-    settings = AppSettings({"FUNCHOST_POSTGRES": dsn, "FUNCHOST_POSTGRES_SCHEMA": schema}, environ={})
-    return open_backend(tmp_path / name, settings, clock or SystemClock())
 
 
 async def test_two_hosts_share_blobs_leases_and_the_journal(tmp_path: Path, postgres_dsn: str,

@@ -10,22 +10,16 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from tests.support.postgres_hosts import host
 
-from funchost.clock import Clock, SystemClock
 from funchost.documents.exceptions import CosmosAccessConditionFailedError, CosmosBadRequestError
 from funchost.errors import StorageError
-from funchost.settings.app_settings import AppSettings
 from funchost.storage.documents import DocumentStore
-from funchost.storage.postgres.backend import PostgresStorage, open_backend
 from funchost.storage.postgres.db import ServerClock
 from funchost.storage.tables import BatchOperation
 
 pytestmark = pytest.mark.postgres
 
-
-def host(tmp_path: Path, name: str, dsn: str, schema: str, clock: Clock | None = None) -> PostgresStorage:
-    settings = AppSettings({"FUNCHOST_POSTGRES": dsn, "FUNCHOST_POSTGRES_SCHEMA": schema}, environ={})
-    return open_backend(tmp_path / name, settings, clock or SystemClock())
 
 
 async def test_a_table_written_on_one_host_is_read_on_the_other(tmp_path: Path, postgres_dsn: str,

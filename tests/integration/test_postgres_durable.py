@@ -10,10 +10,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from tests.support.postgres_hosts import host
 
-from funchost.clock import Clock, SystemClock
+from funchost.clock import SystemClock
 from funchost.durable import history as h
-from funchost.settings.app_settings import AppSettings
 from funchost.storage.durable import (
     ORCHESTRATION,
     RUNNING_STATUSES,
@@ -22,7 +22,6 @@ from funchost.storage.durable import (
     NewInstance,
     Outbound,
 )
-from funchost.storage.postgres.backend import PostgresStorage, open_backend
 
 pytestmark = pytest.mark.postgres
 
@@ -35,10 +34,6 @@ class AheadClock(SystemClock):
     def now(self) -> datetime:
         return super().now() + timedelta(seconds=SKEW)
 
-
-def host(tmp_path: Path, name: str, dsn: str, schema: str, clock: Clock) -> PostgresStorage:
-    settings = AppSettings({"FUNCHOST_POSTGRES": dsn, "FUNCHOST_POSTGRES_SCHEMA": schema}, environ={})
-    return open_backend(tmp_path / name, settings, clock)
 
 
 def started(instance_id: str, at: float) -> NewInstance:

@@ -11,19 +11,14 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from tests.support.postgres_hosts import host
 
-from funchost.clock import Clock, ManualClock, SystemClock
+from funchost.clock import ManualClock
 from funchost.errors import MessageNotFound, PopReceiptMismatch
 from funchost.runtime.signals import Signals, queue_topic
-from funchost.settings.app_settings import AppSettings
-from funchost.storage.postgres.backend import PostgresStorage, open_backend
 
 pytestmark = pytest.mark.postgres
 
-
-def host(tmp_path: Path, name: str, dsn: str, schema: str, clock: Clock | None = None) -> PostgresStorage:
-    settings = AppSettings({"FUNCHOST_POSTGRES": dsn, "FUNCHOST_POSTGRES_SCHEMA": schema}, environ={})
-    return open_backend(tmp_path / name, settings, clock or SystemClock())
 
 
 async def test_two_hosts_share_queues_and_receive_disjoint_messages(tmp_path: Path, postgres_dsn: str,
