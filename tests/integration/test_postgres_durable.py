@@ -1,6 +1,7 @@
 """The task hub on PostgreSQL with real clocks: two backends (two machines) on one schema, one of
 them an hour ahead. Leases and timers go by the server's clock, so the skewed host's timer fires
-when it meant it to, and neither host takes the other's instance before its lease lapses."""
+when it meant it to, and neither host takes the other's instance before its lease lapses. Two
+starts of one new instance id at the same instant create it once."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import psycopg
 import pytest
 from tests.support.postgres_hosts import host
 
@@ -18,6 +20,7 @@ from funchost.storage.durable import (
     ORCHESTRATION,
     RUNNING_STATUSES,
     Commit,
+    InstanceExists,
     InstanceUpdate,
     NewInstance,
     Outbound,
@@ -84,3 +87,37 @@ async def test_timers_and_leases_go_by_the_servers_clock_whatever_the_hosts_cloc
     finally:
         await ahead.aclose()
         await right.aclose()
+
+
+async def test_two_hosts_starting_one_new_instance_id_at_once_create_it_once(
+        tmp_path: Path, postgres_dsn: str, postgres_schema: str) -> None:
+    """The race the new-id fast path leaves: a start finds no row, another host's start inserts
+    one meanwhile, so the first one's insert conflicts. It must still honour the dedupe statuses
+    (refused: the instance is Pending now), not replace the other host's fresh instance."""
+    first = host(tmp_path, "first", postgres_dsn, postgres_schema)
+    try:
+        hub = first.task_hub("Race")
+        await hub.create_if_not_exists()
+        with psycopg.connect(postgres_dsn) as other:  # the other host's start, inside its transaction
+            other.execute(f'SET search_path TO "{postgres_schema}"')
+            (hub_id,) = other.execute("SELECT hub_id FROM durable_hubs WHERE name = 'race'").fetchone() or (None,)
+            other.execute("SELECT durable_create(%s, NULL, 0, 'same', 'orch', '', 'other', NULL, '{}', NULL, "
+                          "NULL, %s)", (hub_id, sorted(RUNNING_STATUSES)))
+            now = time.time()
+            start = asyncio.ensure_future(hub.create_instance(started("same", now), now=now,
+                                                              dedupe=RUNNING_STATUSES))
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:  # until this host's insert waits for the other's row
+                waiting = other.execute("SELECT count(*) FROM pg_locks WHERE NOT granted").fetchone()
+                if waiting and waiting[0]:
+                    break
+                await asyncio.sleep(0.01)
+            else:
+                pytest.fail("the second start never waited for the first one's row")
+            other.commit()
+        with pytest.raises(InstanceExists):
+            await start
+        record = await hub.get_instance("same")
+        assert record is not None and record.execution_id == "other"
+    finally:
+        await first.aclose()

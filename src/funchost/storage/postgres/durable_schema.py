@@ -346,4 +346,17 @@ BEGIN
 END $$;
 """
 
-STEPS = [_TABLES + _SEND + _REPLACE + _COMMIT + _COMPLETE, _TAKE + _CREATE_NEW]
+# Step 3: a start whose new-id insert conflicts (another host created the id after this start
+# looked) reads the status again and honours the dedupe statuses before it replaces anything: the
+# other host's fresh instance is refused over, as it would have been a moment later.
+_CREATE_RACE = _CREATE_NEW.replace("""            RETURN NULL;
+        END IF;
+    END IF;""", """            RETURN NULL;
+        END IF;
+        SELECT status INTO prior FROM durable_instances WHERE hub_id = h AND instance_id = i FOR UPDATE;
+        IF prior = ANY(dedupe) THEN
+            RETURN prior;
+        END IF;
+    END IF;""")
+
+STEPS = [_TABLES + _SEND + _REPLACE + _COMMIT + _COMPLETE, _TAKE + _CREATE_NEW, _CREATE_RACE]
