@@ -26,7 +26,7 @@ import logging
 import marshal
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
@@ -297,6 +297,10 @@ class LogCapture(logging.Handler):
         super().__init__(logging.DEBUG)
         self.recorder = recorder
         self.accept = accept
+        # Whether a line of this invocation would be kept (`direct_lines.LineObserver`): only
+        # while its attempt runs, so never the Executing/Executed lines written around it. The
+        # running dict's own lookup (asked twice per invocation: no Python frame).
+        self.takes_invocation_line: Callable[[str], bool] = recorder.running.__contains__
 
     def handle(self, record: logging.LogRecord) -> bool:
         invocation_id = getattr(record, "invocation_id", None)
@@ -313,11 +317,6 @@ class LogCapture(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:  # handle() does the work
         self.handle(record)
-
-    def takes_invocation_line(self, invocation_id: str) -> bool:
-        """Whether a line of this invocation would be kept (`direct_lines.LineObserver`): only
-        while its attempt runs, so never the Executing/Executed lines written around it."""
-        return invocation_id in self.recorder.running
 
 
 def _message(record: logging.LogRecord) -> str:

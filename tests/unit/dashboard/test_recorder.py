@@ -321,3 +321,20 @@ async def test_after_a_batch_written_as_it_came_the_next_is_encoded_whole_and_re
                         for batch in batches for d in batch]
         await recorder.stop()
         await store.aclose()
+
+
+async def test_the_capture_takes_the_lines_of_running_attempts_only(tmp_path: Path) -> None:
+    from funchost.direct_lines import LineObserver
+    from funchost.invocation.middleware import Invocation
+
+    recorder = HistoryRecorder(ManualClock(), DashboardOptions(flush_interval=3600))
+    capture = LogCapture(recorder)
+    assert isinstance(capture, LineObserver)
+    async with dashboard_host(tmp_path, APP) as host:
+        req = request(host, "work", "x")
+        invocation = Invocation(req, host.runtime.invoker.plan(req.function))  # type: ignore[attr-defined]
+        assert not capture.takes_invocation_line(req.invocation_id)
+        recorder.attempt_started(invocation)
+        assert capture.takes_invocation_line(req.invocation_id)
+        recorder.attempt_finished(invocation, None)
+        assert not capture.takes_invocation_line(req.invocation_id)
