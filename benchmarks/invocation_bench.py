@@ -39,8 +39,9 @@ before/after ratio comes from one run on the same machine.
                           ends with the batch written) or the two console lines (to /dev/null, as
                           `funchost start` writes them with stdout redirected) add per call to
                           http-async / queue-async, measured in one process: batches of 500 calls
-                          alternate on and off, the figure is the difference of the medians of the
-                          batches' CPU time, so load on the machine moves both sides alike
+                          alternate off and on (at least 60 on), the figure is the median of each on
+                          batch's CPU time less the mean of the off batches beside it, so load on
+                          the machine moves both sides alike
 
 The dashboard (the invocation history's recorder and its batch writer) is on in every
 scenario, as `funchost start` runs by default (``--dashboard on``); ``--dashboard off`` measures
@@ -82,6 +83,7 @@ SCENARIOS = ("executor-async", "executor-async-timeout", "http-async", "http-asy
 PAIRED = ("history-http", "history-queue", "lines-http", "lines-queue")
 PEERS = ("fastapi-hello",)  # the same request through FastAPI's ASGI app (--only; not run by default)
 PAIRED_BATCH = 500  # calls per batch: the recorder's batch, written (flushed) inside the batch's time
+PAIRED_BATCHES = 120  # batches per paired figure, half on and half off: fewer left the medians within ±2 µs
 
 APP = """
 import azure.functions as func
@@ -370,13 +372,15 @@ async def scenario(name: str, calls: int) -> float:
 
 async def paired_cost(call: Callable[[], Awaitable[Any]], toggle: Callable[[bool], Awaitable[None]],
                       calls: int) -> float:
-    """µs of CPU per call that `toggle(True)` adds: batches alternate on and off; the difference
-    of the medians of their CPU time per call (`toggle(on)` runs at the end of every batch too,
-    so what it does, e.g. writing the history's batch, counts in the batch)."""
+    """µs of CPU per call that `toggle(True)` adds: batches alternate off and on; each on batch's
+    CPU time per call less the mean of the off batches just before and after it (so a change of
+    the machine's load between batches moves both sides alike), the median of those differences
+    (`toggle(on)` runs at the end of every batch too, so what it does, e.g. writing the history's
+    batch, counts in the batch)."""
     for _ in range(500):
         await call()
-    times: dict[bool, list[float]] = {True: [], False: []}
-    for index in range(max(2 * (calls // PAIRED_BATCH), 20)):
+    times: list[float] = []  # off, on, off, on, ..., off
+    for index in range(max(2 * (calls // PAIRED_BATCH), PAIRED_BATCHES) + 1):
         on = index % 2 == 1
         await toggle(on)
         started = time.process_time()
@@ -385,8 +389,8 @@ async def paired_cost(call: Callable[[], Awaitable[Any]], toggle: Callable[[bool
             if i % 64 == 0:
                 await asyncio.sleep(0)
         await toggle(on)
-        times[on].append((time.process_time() - started) / PAIRED_BATCH * 1e6)
-    return statistics.median(times[True]) - statistics.median(times[False])
+        times.append((time.process_time() - started) / PAIRED_BATCH * 1e6)
+    return statistics.median(times[i] - (times[i - 1] + times[i + 1]) / 2 for i in range(1, len(times) - 1, 2))
 
 
 async def paired(name: str, calls: int) -> float:

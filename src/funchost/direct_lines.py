@@ -95,6 +95,15 @@ def write(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ..
     `logging` instead (the caller has checked the logger's level). `keys` and `values` are the
     record's structured fields (`fields_of`), the function's name and the invocation id second
     and third."""
+    done = write_text(level, message, values[1], values[2])
+    return done if done is not None else write_json(level, message, keys, values)
+
+
+def write_text(level: int, message: str, function: str, invocation_id: str) -> bool | None:
+    """`write` for the console's text lines, which show none of the record's other fields (the
+    caller builds them only when needed): True if written (or dropped by the console's filter),
+    False if the record must go through `logging`, None if the console writes NDJSON (then
+    `write_json` with the fields)."""
     global _route
     results = _results
     if results.handlers or results.filters or results.disabled or not results.propagate:
@@ -115,25 +124,33 @@ def write(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ..
     filters = console.filters
     if len(filters) != 1 or type(filters[0]) is not CategoryFilter:
         return False
-    invocation_id = values[2]
     for takes in route.takes:
         if takes(invocation_id):
             return False
     category_filter = filters[0]
-    found = route.known.get(values[1]) if route.category_filter is category_filter else None
-    category, threshold = found if found is not None else route.category(category_filter, values[1])
-    if level < threshold:
+    found = route.known.get(function) if route.category_filter is category_filter else None
+    if found is None:
+        found = route.category(category_filter, function)
+    if level < found[1]:
         return True  # the console's filter drops it, and no other handler would take it
-    if formatter is TextFormatter:
-        now = _time()
-        whole = int(now)
-        second = _second
-        if second[0] != whole:
-            second = _new_second(whole)
-        line = f"[{second[1]}{MILLIS[int((now - whole) * 1000)]}] {message}{console.terminator}"
-        return _out(console, line) if console.defers else console.write_line(line)
+    if formatter is not TextFormatter:
+        return None
+    now = _time()
+    whole = int(now)
+    second = _second
+    if second[0] != whole:
+        second = _new_second(whole)
+    line = f"[{second[1]}{MILLIS[int((now - whole) * 1000)]}] {message}{console.terminator}"
+    return _out(console, line) if console.defers else console.write_line(line)
+
+
+def write_json(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ...]) -> bool:
+    """The NDJSON event of a line `write_text` answered None for (its checks passed just now)."""
+    console = _route.console
+    if console is None:
+        return False
     event: dict[str, Any] = {"time": timestamp_of(_time()), "level": logging.getLevelName(level),
-                             "category": category, "message": message}
+                             "category": f"Function.{values[1]}", "message": message}
     for key, value in fields_of(keys, values).items():
         name = _CAMEL.get(key)
         if name is None:

@@ -26,7 +26,7 @@ import logging
 import marshal
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +41,7 @@ from funchost.storage.invocations import (
     DETAILS,
     FAILED,
     FIELDS,
+    LOGS,
     MAX_LOG_LINES,
     MAX_MESSAGE_CHARS,
     SUCCEEDED,
@@ -106,6 +107,7 @@ class HistoryRecorder:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._last_prune: float | None = None
+        self._plain_batch = False  # the last batch's values were written as they came (`to_records`)
 
     # -- the attempt observer (on every invocation: no I/O) ----------------------------------------
 
@@ -125,6 +127,7 @@ class HistoryRecorder:
         if result is None:  # cancelled: the host is stopping
             return
         function = request.function
+        trigger = function.trigger.type  # `FunctionSpec.trigger_type` without the property's call
         pending = self._pending
         if len(pending) >= self._pending_cap:
             del pending[:FIELDS]
@@ -136,14 +139,21 @@ class HistoryRecorder:
         # else a dict of untracked values (str, numbers, datetimes): it waits as it is, encoded by the writer
         if result.succeeded:
             outcome, error, stack = SUCCEEDED, None, None
-            if result.outputs:
-                summary = result_summary(request, result)
-            else:  # no output: the host answers 200 to an HTTP request
-                summary = HTTP_200 if function.is_http else None
+            outputs = result.outputs
+            if not outputs:  # no output: the host answers 200 to an HTTP request
+                summary = HTTP_200 if trigger == HTTP_TRIGGER else None
+            else:  # the common case inline (an HTTP function's response, a known status): no call
+                summary = None
+                if len(outputs) == 1:
+                    for datum in outputs.values():
+                        if type(datum) is HttpResponseDatum and type(datum.parts.status_code) is int:
+                            summary = _HTTP_SUMMARIES.get(datum.parts.status_code)
+                if summary is None:
+                    summary = result_summary(request, result)
         else:  # the exception waits in the stack's place
             outcome, error, stack, summary = (FAILED, clip(result.error_message or "the invocation failed"),
                                               result.error, None)
-        pending.extend((invocation_id, function.name, function.trigger_type, request.reason, began + self._wall,
+        pending.extend((invocation_id, function.name, trigger, request.reason, began + self._wall,
                         result.duration_ms, outcome, error, stack, details, summary,
                         retry.retry_count if retry is not None else 0, dropped_lines,
                         marshal.dumps(lines) if lines else None))
@@ -166,17 +176,30 @@ class HistoryRecorder:
         """The records of pending attempts, their values changed in place: details waiting as a
         dict made what a batch keeps (`flat_details`: datetimes as their state, their text built
         on read), a failure's exception turned into its stack trace. No object per record: the
-        store encodes the values."""
+        store encodes the values. When the previous batch needed none of that (an HTTP
+        function's details are text), this one is first encoded whole, without a look at each
+        record, and the store writes those bytes (marshal walks a whole batch before it refuses
+        a value, so a batch that needed changes is not tried whole the next time)."""
+        if self._plain_batch and not any(values[LOGS::FIELDS]):
+            try:
+                return RecordBatch(values, marshal.dumps(values))
+            except ValueError:  # a datetime in details, an exception: record by record below
+                pass
+        changed = False
         for index in range(DETAILS, len(values), FIELDS):
             details = values[index]
             if type(details) is dict:
                 flat = flat_details(details)
-                values[index] = flat if flat is not None else \
-                    self._encode_details(values[index - DETAILS + FUNCTION], details)
+                if flat is not details:
+                    changed = True
+                    values[index] = flat if flat is not None else \
+                        self._encode_details(values[index - DETAILS + FUNCTION], details)
         for index, stack in enumerate(values[STACK::FIELDS]):
             if stack is not None and isinstance(stack, BaseException):
+                changed = True
                 values[index * FIELDS + STACK] = clip(
                     "".join(traceback.format_exception(type(stack), stack, stack.__traceback__)).rstrip())
+        self._plain_batch = not changed
         return RecordBatch(values)
 
     def capture(self, invocation_id: str, line: tuple[float, str, str, str]) -> None:
@@ -274,6 +297,10 @@ class LogCapture(logging.Handler):
         super().__init__(logging.DEBUG)
         self.recorder = recorder
         self.accept = accept
+        # Whether a line of this invocation would be kept (`direct_lines.LineObserver`): only
+        # while its attempt runs, so never the Executing/Executed lines written around it. The
+        # running dict's own lookup (asked twice per invocation: no Python frame).
+        self.takes_invocation_line: Callable[[str], bool] = recorder.running.__contains__
 
     def handle(self, record: logging.LogRecord) -> bool:
         invocation_id = getattr(record, "invocation_id", None)
@@ -290,11 +317,6 @@ class LogCapture(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:  # handle() does the work
         self.handle(record)
-
-    def takes_invocation_line(self, invocation_id: str) -> bool:
-        """Whether a line of this invocation would be kept (`direct_lines.LineObserver`): only
-        while its attempt runs, so never the Executing/Executed lines written around it."""
-        return invocation_id in self.recorder.running
 
 
 def _message(record: logging.LogRecord) -> str:
@@ -359,6 +381,7 @@ def result_summary(request: InvocationRequest, result: InvocationResult) -> str 
 
 
 HTTP_200 = "HTTP 200"
+HTTP_TRIGGER = "httpTrigger"  # `FunctionSpec.is_http`
 _HTTP_SUMMARIES: dict[int, str] = {}  # by status code (ints only, at most 100 of them)
 
 

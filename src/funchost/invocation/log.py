@@ -24,26 +24,38 @@ results_log = logging.getLogger("funchost.results")
 
 
 INFO = logging.INFO
-_write = direct_lines.write
+_write_text = direct_lines.write_text
+_write_json = direct_lines.write_json
 
 
 async def log_invocation(invocation: Invocation, call_next: CallNext) -> InvocationResult:
     # The success path's two lines are formatted here, not in a function per line: one call
     # less on every invocation (the lines' cost, benchmarks/README.md).
+    # The records' structured fields are built only when a line goes to NDJSON or through `logging`.
     plan, request = invocation.plan, invocation.request
     if results_log.isEnabledFor(INFO):
-        message = f"{plan.executing_prefix}{request.reason}', Id={request.invocation_id})"
-        values = ("FunctionStarted", plan.function.name, request.invocation_id, request.reason, request.details)
-        if not _write(INFO, message, STARTED, values):
-            _emit(INFO, message, STARTED, values)
+        invocation_id = request.invocation_id
+        message = f"{plan.executing_prefix}{request.reason}', Id={invocation_id})"
+        done = _write_text(INFO, message, plan.function.name, invocation_id)
+        if not done:
+            values = ("FunctionStarted", plan.function.name, invocation_id, request.reason, request.details)
+            if done is None:
+                done = _write_json(INFO, message, STARTED, values)
+            if not done:
+                _emit(INFO, message, STARTED, values)
     result = await call_next(invocation)
     if result.succeeded:
         if results_log.isEnabledFor(INFO):
+            invocation_id = request.invocation_id
             duration = result.duration_ms
-            message = f"{plan.executed_prefix}Succeeded, Id={request.invocation_id}, Duration={duration:.0f}ms)"
-            completed = ("FunctionCompleted", plan.function.name, request.invocation_id, True, round(duration, 3))
-            if not _write(INFO, message, COMPLETED, completed):
-                _emit(INFO, message, COMPLETED, completed)
+            message = f"{plan.executed_prefix}Succeeded, Id={invocation_id}, Duration={duration:.0f}ms)"
+            done = _write_text(INFO, message, plan.function.name, invocation_id)
+            if not done:
+                completed = ("FunctionCompleted", plan.function.name, invocation_id, True, round(duration, 3))
+                if done is None:
+                    done = _write_json(INFO, message, COMPLETED, completed)
+                if not done:
+                    _emit(INFO, message, COMPLETED, completed)
     else:
         _log_failed(plan, request, result)
     return result

@@ -122,10 +122,11 @@ class RecordBatch(Sequence[InvocationRecord]):
     (the SQLite history does: its cost per invocation, benchmarks/README.md); to anything else it
     is a sequence of records."""
 
-    __slots__ = ("values",)
+    __slots__ = ("encoded", "values")
 
-    def __init__(self, values: list[Any]) -> None:
+    def __init__(self, values: list[Any], encoded: bytes | None = None) -> None:
         self.values = values
+        self.encoded = encoded  # marshal bytes of `values` when they hold no log lines, if known
 
     def __len__(self) -> int:
         return len(self.values) // FIELDS

@@ -269,3 +269,45 @@ async def test_what_a_function_prints_comes_between_its_two_lines(tmp_path: Path
     lines = [line.split("] ", 1)[-1].split(" (")[0] for line in "".join(writes).splitlines()]
     assert lines == [item for n in range(3) for item in
                      (f"Executing 'Functions.{function}'", f"printed by m{n}", f"Executed 'Functions.{function}'")]
+
+
+@pytest.mark.parametrize("ndjson", [False, True])
+def test_the_middleware_writes_directly_what_logging_writes(ndjson: bool) -> None:
+    """`log_invocation` builds the records' fields only when a line needs them (NDJSON, `logging`):
+    the lines are the same each way."""
+    from types import SimpleNamespace
+
+    from funchost.invocation.middleware import Invocation
+
+    request = SimpleNamespace(reason="x", invocation_id=ID, details=EXECUTING[1][4])
+    plan = SimpleNamespace(function=SimpleNamespace(name="hello"), executing_prefix="Executing 'Functions.hello' "
+                           "(Reason='", executed_prefix="Executed 'Functions.hello' (")
+    invocation = Invocation(request, plan)  # type: ignore[arg-type]
+
+    async def call_next(_: Invocation) -> Any:
+        return SimpleNamespace(succeeded=True, duration_ms=1.234)
+
+    def lines(handler: logs.ConsoleHandler, stream: io.StringIO) -> list[str]:
+        asyncio.run(invocation_log.log_invocation(invocation, call_next))  # type: ignore[arg-type]
+        handler.flush()
+        written = stream.getvalue().splitlines()
+        stream.seek(0)
+        stream.truncate()
+        return [_without_time(line) for line in written]
+
+    with only_console() as (handler, stream):
+        if ndjson:
+            handler.setFormatter(logs.JsonFormatter())
+        direct = lines(handler, stream)
+        forced = logging.NullHandler()
+        logging.getLogger().addHandler(forced)
+        try:
+            logged = lines(handler, stream)
+        finally:
+            logging.getLogger().removeHandler(forced)
+    assert direct == logged and len(direct) == 2
+    if ndjson:
+        assert [json.loads(line)["message"] for line in direct] == [message for message, _ in LINES]
+        assert json.loads(direct[0])["details"]["DequeueCount"] == 2 and json.loads(direct[1])["durationMs"] == 1.234
+    else:
+        assert [line.split("] ", 1)[1] for line in direct] == [message for message, _ in LINES]

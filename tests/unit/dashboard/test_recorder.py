@@ -282,3 +282,59 @@ async def test_details_of_untracked_values_wait_as_they_are_and_are_encoded_by_t
         assert [r.details for r in store.batches[0]] == [plain, {"MessageId": "d", "InsertedOn": str(when)},
                                                         {"MessageId": "e", "InsertedOn": str(when)}]
         await recorder.stop()
+
+
+async def test_after_a_batch_written_as_it_came_the_next_is_encoded_whole_and_reads_back_the_same(
+        tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from funchost.storage.invocations import RecordBatch
+    from funchost.storage.sqlite.invocations import SqliteInvocationHistory
+
+    class Store(SqliteInvocationHistory):
+        encoded: list[bool] = []
+
+        async def append(self, records: Sequence[InvocationRecord]) -> None:
+            assert isinstance(records, RecordBatch)
+            self.encoded.append(records.encoded is not None)
+            await super().append(records)
+
+    recorder = HistoryRecorder(ManualClock(), DashboardOptions(flush_interval=3600))
+    store = Store(tmp_path / "history")
+    when = datetime(2026, 12, 3, 17, 0, tzinfo=UTC)
+    batches: list[list[dict[str, object]]] = [
+        [{"Method": "GET", "Path": "/api/a"}],  # plain: written as it came, record by record
+        [{"Method": "GET", "Path": "/api/b"}, {"Ids": ["x", "y"]}],  # after a plain batch: encoded whole
+        [{"MessageId": "d", "InsertedOn": when}],  # a datetime: the whole encoding refused, converted
+        [{"Method": "POST", "Path": "/api/c"}],  # after a converted batch: record by record again
+        [{"Method": "PUT", "Path": "/api/d"}],
+    ]
+    async with dashboard_host(tmp_path, APP) as host:
+        await recorder.start(store)
+        for number, batch in enumerate(batches):
+            for index, details in enumerate(batch):
+                await _observed(recorder, host, f"{number}-{index}", details)
+            assert await recorder.flush() == len(batch)
+        assert store.encoded == [False, True, False, False, True]
+        read = [s.record.details for s in reversed(await store.recent())]
+        assert read == [d if "InsertedOn" not in d else {**d, "InsertedOn": str(when)}
+                        for batch in batches for d in batch]
+        await recorder.stop()
+        await store.aclose()
+
+
+async def test_the_capture_takes_the_lines_of_running_attempts_only(tmp_path: Path) -> None:
+    from funchost.direct_lines import LineObserver
+    from funchost.invocation.middleware import Invocation
+
+    recorder = HistoryRecorder(ManualClock(), DashboardOptions(flush_interval=3600))
+    capture = LogCapture(recorder)
+    assert isinstance(capture, LineObserver)
+    async with dashboard_host(tmp_path, APP) as host:
+        req = request(host, "work", "x")
+        invocation = Invocation(req, host.runtime.invoker.plan(req.function))  # type: ignore[attr-defined]
+        assert not capture.takes_invocation_line(req.invocation_id)
+        recorder.attempt_started(invocation)
+        assert capture.takes_invocation_line(req.invocation_id)
+        recorder.attempt_finished(invocation, None)
+        assert not capture.takes_invocation_line(req.invocation_id)

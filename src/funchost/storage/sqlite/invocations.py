@@ -178,7 +178,7 @@ class SqliteInvocationHistory:
 def _append(conn: sqlite3.Connection, records: Sequence[InvocationRecord]) -> None:
     first = conn.execute("SELECT last_seq FROM history_counter").fetchone()[0] + 1
     if isinstance(records, RecordBatch):
-        _write_flat_segment(conn, records.values, first)
+        _write_flat_segment(conn, records.values, first, records.encoded)
         conn.execute("UPDATE history_counter SET last_seq = ?", (first + len(records) - 1,))
         return
     rows = [(seq, *r[:-1]) for seq, r in enumerate(records, first)]
@@ -199,24 +199,27 @@ def _write_segment(conn: sqlite3.Connection, rows: list[Row], logs: dict[int, An
                   marshal.dumps(logs) if logs else None))
 
 
-def _write_flat_segment(conn: sqlite3.Connection, values: list[Any], first: int) -> None:
+def _write_flat_segment(conn: sqlite3.Connection, values: list[Any], first: int, encoded: bytes | None) -> None:
     """A `RecordBatch` as one FLAT_FORMAT segment: its values as they are (details as
-    `flat_details` left them, or marshal bytes), each record's seq its position after `first`; log lines into the logs column."""
+    `flat_details` left them, or marshal bytes), each record's seq its position after `first`;
+    log lines into the logs column. `encoded`: marshal bytes of values without log lines, when
+    the recorder made them (then nothing here looks at each record)."""
     logs: dict[int, Any] = {}
-    if any(values[LOGS::FIELDS]):
-        values = list(values)  # the batch stays as it came (the recorder keeps it if this fails)
-        for index in range(LOGS, len(values), FIELDS):
-            lines = values[index]
-            if lines is not None:
-                logs[first + index // FIELDS] = tuple(marshal.loads(lines))
-                values[index] = None
-    try:
-        encoded = marshal.dumps(values)
-    except ValueError:  # details marshal does not take (an app's own event): their JSON form, as bytes
-        values = [marshal.dumps(json.loads(_json(dict(value)))) if index % FIELDS == FLAT_DETAILS
-                  and type(value) is not bytes and type(value) is not tuple else value
-                  for index, value in enumerate(values)]
-        encoded = marshal.dumps(values)
+    if encoded is None or any(values[LOGS::FIELDS]):
+        if any(values[LOGS::FIELDS]):
+            values = list(values)  # the batch stays as it came (the recorder keeps it if this fails)
+            for index in range(LOGS, len(values), FIELDS):
+                lines = values[index]
+                if lines is not None:
+                    logs[first + index // FIELDS] = tuple(marshal.loads(lines))
+                    values[index] = None
+        try:
+            encoded = marshal.dumps(values)
+        except ValueError:  # details marshal does not take (an app's own event): their JSON form, as bytes
+            values = [marshal.dumps(json.loads(_json(dict(value)))) if index % FIELDS == FLAT_DETAILS
+                      and type(value) is not bytes and type(value) is not tuple else value
+                      for index, value in enumerate(values)]
+            encoded = marshal.dumps(values)
     started = values[STARTED - 1::FIELDS]
     count = len(values) // FIELDS
     conn.execute("INSERT OR REPLACE INTO history_segments VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
