@@ -149,8 +149,8 @@ class Dispatcher:
         finally:
             activities.adopt(claimed, reserved)
 
-    def _claim_activities(self, commit: Commit) -> int:
-        reserved = self.loops[1].reserve(len(commit.activities)) if commit.activities else 0
+    def _claim_activities(self, commit: Commit, ending: int = 0) -> int:
+        reserved = self.loops[1].reserve(len(commit.activities), ending=ending) if commit.activities else 0
         if reserved:
             commit.claim = ActivityClaim(self.owner, self.options.activity_lease, reserved)
         return reserved
@@ -210,7 +210,7 @@ class Dispatcher:
             await self.hub.release(session.item)
             return await self._complete_activity(item, result)
         commit.consumed = [message_id for message_id in commit.consumed if message_id != RESULT_ID]
-        reserved = self._claim_activities(commit)
+        reserved = self._claim_activities(commit, ending=1)  # this activity's slot goes to the next
         claim = self.reserve()
         claimed: list[ActivityItem] = []
         taken: WorkItem | None = None

@@ -154,3 +154,19 @@ async def test_a_kept_instance_is_renewed_and_given_back_after_the_window(tmp_pa
     (taken,) = await hub.store.lock_instances(ORCHESTRATION, owner="o2", now=hub.now(), lease=30, limit=1)
     assert taken.instance.instance_id == "a"
     await hub.store.aclose()
+
+
+async def test_a_session_step_hands_its_activity_slot_to_the_next_activity() -> None:
+    from funchost.durable.workloop import WorkLoop
+
+    async def fetch(limit: int) -> list[Any]:
+        return []
+
+    async def process(item: Any) -> None:
+        return None
+
+    loop = WorkLoop("activities", limit=1, clock=ManualClock(), signals=Signals(), topic=("t",), fetch=fetch,
+                    process=process)
+    assert loop.reserve(1) == 1 and loop.reserve(1) == 0  # the one slot is taken
+    assert loop.reserve(1, ending=1) == 1  # ... by the step that is about to finish: it passes it on
+    loop.adopt([], 2)
