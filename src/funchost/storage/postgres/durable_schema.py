@@ -19,6 +19,8 @@ written nothing (durabletask-mssql's History primary key is the second fence her
 
 from __future__ import annotations
 
+from funchost.storage.postgres import durable_session
+
 COMPONENT = "durable"
 
 _TABLES = """
@@ -360,11 +362,6 @@ _CREATE_RACE = _CREATE_NEW.replace("""            RETURN NULL;
         END IF;
     END IF;""")
 
-
-def _steps() -> list[str]:
-    from funchost.storage.postgres import durable_session  # step 4: the extended sessions' commit
-
-    return [_TABLES + _SEND + _REPLACE + _COMMIT + _COMPLETE, _TAKE + _CREATE_NEW, _CREATE_RACE, durable_session.STEP]
-
-
-STEPS = _steps()
+# Step 4: an extended session's step, an activity's completion with the next episode (`durable_session`).
+STEPS = [_TABLES + _SEND + _REPLACE + _COMMIT + _COMPLETE, _TAKE + _CREATE_NEW, _CREATE_RACE,
+         durable_session.step(COMMIT_PARAMS, TAKEN)]

@@ -3,8 +3,9 @@ consumed its result, in one server function call (`TaskHub.commit_session`).
 
 `durable_session_commit` (migration step 4 of `durable_schema`) deletes the activity under its
 lease token (not held: it gives the instance's lease up and writes nothing else), then runs
-`durable_commit` when the instance is still held under the session's token and has no visible
-inbox message; otherwise it delivers the result to the inbox as `durable_complete` does, gives
+`durable_commit` when the instance has no visible inbox message, which moves the instance row
+only under the session's token (no separate lock or read of the row); otherwise, or when the
+token was not held, it delivers the result to the inbox as `durable_complete` does, gives
 the instance's lease up and takes the instance again for `owner` (`durable_take`) when no other
 activity of it is outstanding. One row: the `durable_take` columns (NULLs when nothing was
 taken), then the outcome ('committed', 'delivered' or 'lost') and `durable_commit`'s outputs.
@@ -12,39 +13,39 @@ taken), then the outcome ('committed', 'delivered' or 'lost') and `durable_commi
 
 from __future__ import annotations
 
-from funchost.storage.postgres.durable_schema import COMMIT_PARAMS, TAKEN
 
-_NONE = "(SELECT 1) one LEFT JOIN LATERAL durable_take(h, v_now, 0, '{}', '{}', '{}') t ON true"
+def step(commit_params: str, taken: str) -> str:
+    """The migration step, given `durable_commit`'s parameters and `durable_take`'s columns."""
+    nulls = ", ".join(f"NULL::{column.split()[1]}" for column in taken.split(","))  # nothing taken
+    return _STEP.replace("{COMMIT_PARAMS}", commit_params).replace("{TAKEN}", taken).replace("{NULLS}", nulls)
 
-STEP = f"""
+
+_STEP = """
 CREATE FUNCTION durable_session_commit(h integer, p_now float8, p_ref float8, act bigint, act_token text,
     r_exec text, r_event text, {COMMIT_PARAMS}, owner text, lease float8)
 RETURNS TABLE ({TAKEN}, o_state text, o_claimed bigint[], o_tasks integer[], o_tokens text[], o_pending boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
     v_now float8 := coalesce(p_now, extract(epoch FROM clock_timestamp()));
-    held boolean;
     c record;
 BEGIN
     DELETE FROM durable_activities WHERE hub_id = h AND id = act AND lease_token = act_token;
     IF NOT FOUND THEN
         UPDATE durable_instances SET lease_token = NULL, lease_expires = NULL
         WHERE hub_id = h AND instance_id = i AND lease_token = token;
-        RETURN QUERY SELECT t.*, 'lost'::text, NULL::bigint[], NULL::integer[], NULL::text[], NULL::boolean
-            FROM {_NONE};
+        RETURN QUERY SELECT {NULLS}, 'lost'::text, NULL::bigint[], NULL::integer[], NULL::text[], NULL::boolean;
         RETURN;
     END IF;
-    SELECT d.lease_token = token AND NOT EXISTS (SELECT 1 FROM durable_inbox m WHERE m.hub_id = h
-                                                   AND m.instance_id = i AND m.visible_at <= v_now)
-    INTO held FROM durable_instances d WHERE d.hub_id = h AND d.instance_id = i FOR UPDATE;
-    IF held THEN
+    IF NOT EXISTS (SELECT 1 FROM durable_inbox m WHERE m.hub_id = h AND m.instance_id = i AND m.visible_at <= v_now)
+    THEN
         SELECT * INTO c FROM durable_commit(h, p_now, p_ref, i, token, keep, st, x, inp, outp, cust, nm, ver,
             ent_exists, ent_state, consumed, reset, history, m_ids, m_execs, m_events, m_visible, m_controls,
             a_execs, a_tasks, a_names, a_inputs, n_ids, n_names, n_versions, n_execs, n_inputs, n_started,
             n_parents, n_visible, claim_owner, claim_lease, claim_limit);
-        RETURN QUERY SELECT t.*, 'committed'::text, c.claimed, c.claimed_tasks, c.claimed_tokens, c.pending
-            FROM {_NONE};
-        RETURN;
+        IF c.ok THEN  -- the token still held: the instance row moved under it
+            RETURN QUERY SELECT {NULLS}, 'committed'::text, c.claimed, c.claimed_tasks, c.claimed_tokens, c.pending;
+            RETURN;
+        END IF;
     END IF;
     PERFORM durable_send(h, v_now, v_now - p_ref, ARRAY[i], ARRAY[r_exec], ARRAY[r_event], ARRAY[NULL::float8],
                          ARRAY[false]);
