@@ -119,8 +119,8 @@ async def funchost_run(args: argparse.Namespace, dsn: str | None) -> dict[str, A
 
 
 class CompletionWatcher:
-    """Notices completions as the host commits them (no polling of the task hub, which would
-    compete with the dispatchers for the database)."""
+    """Notices completions as the host commits them, by an episode's commit or a session's step
+    (no polling of the task hub, which would compete with the dispatchers for the database)."""
 
     def __init__(self, hub: Any) -> None:
         self.completed: set[str] = set()
@@ -135,6 +135,17 @@ class CompletionWatcher:
             return done
 
         hub.commit = watched
+        commit_session = getattr(hub, "commit_session", None)
+
+        async def watched_session(item: Any, outcome: Any, *args: Any) -> Any:
+            done = await commit_session(item, outcome, *args)  # type: ignore[misc]
+            if done.committed is not None and outcome.update.status == "Completed":
+                self.completed.add(item.instance.instance_id)
+                self._changed.set()
+            return done
+
+        if commit_session is not None:  # a session's step commits the episode with the result
+            hub.commit_session = watched_session
 
     async def wait(self, instances: list[str]) -> None:
         while not set(instances) <= self.completed:

@@ -28,6 +28,7 @@ from funchost.storage.durable import (
     NewInstance,
     Outbound,
     TaskHub,
+    WorkItem,
 )
 from funchost.storage.host_storage import HostStorage
 
@@ -357,3 +358,91 @@ async def test_a_result_with_more_activities_outstanding_leaves_the_instance_for
     last = await hub.complete_activity(second, Outbound("a", {"EventType": 5, "TaskScheduledId": 1}, "e1"),
                                        now=NOW + 1, claim=InstanceClaim("host1", 30))
     assert last.claimed is not None and [m.event["TaskScheduledId"] for m in last.claimed.messages] == [0, 1]
+
+
+async def _in_session(hub: TaskHub) -> tuple[WorkItem, ActivityItem]:
+    """An episode that scheduled one activity, took it for its host and kept the instance's lease."""
+    await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
+    (item,) = await hub.lock_instances(ORCHESTRATION, owner="o", now=NOW, lease=30, limit=1)
+    done = await hub.commit(item, Commit(running(), [m.id for m in item.messages], history=[{"EventType": 12}],
+                                         activities=[NewActivity("a", "e1", 0, "act", None)],
+                                         claim=ActivityClaim("o", 60, 1), release=False), now=NOW)
+    assert not done.pending and len(done.claimed) == 1
+    return item, done.claimed[0]
+
+
+RESULT = Outbound("a", {"EventType": 5, "TaskScheduledId": 0}, "e1")
+
+
+async def test_a_session_commits_the_result_with_the_next_episode(hub: TaskHub) -> None:
+    item, activity = await _in_session(hub)
+    await hub.send([Outbound("a", {"EventType": 15, "Name": "later"}, visible_at=NOW + 100)], now=NOW)  # a timer
+    assert await hub.lock_instances(ORCHESTRATION, owner="o2", now=NOW + 1, lease=30, limit=5) == []  # still held
+    done = await hub.commit_session(item, Commit(running(status="Completed"), [], history=[{"EventType": 5}]),
+                                    activity, RESULT, now=NOW + 1, claim=InstanceClaim("o", 30))
+    assert done.delivered and done.committed is not None and done.claimed is None
+    assert [e["EventType"] for e in await hub.get_history("a")] == [12, 5]
+    record = await hub.get_instance("a")
+    assert record is not None and record.status == "Completed"
+    counts = await hub.counts()
+    assert counts.activities == 0 and counts.inbox == 1  # the result never went through the inbox
+    (later,) = await hub.lock_instances(ORCHESTRATION, owner="o2", now=NOW + 100, lease=30, limit=5)  # released
+    assert [m.event["Name"] for m in later.messages] == ["later"]
+
+
+async def test_a_session_can_keep_the_instance_for_its_next_activity(hub: TaskHub) -> None:
+    item, activity = await _in_session(hub)
+    done = await hub.commit_session(item, Commit(running(), [], history=[{"EventType": 5}, {"EventType": 4}],
+                                                 activities=[NewActivity("a", "e1", 1, "act", None)],
+                                                 claim=ActivityClaim("o", 60, 1), release=False),
+                                    activity, RESULT, now=NOW + 1)
+    assert done.committed is not None and [a.task_id for a in done.committed.claimed] == [1]
+    assert not done.committed.pending
+    await hub.send([Outbound("a", {"EventType": 15, "Name": "x"})], now=NOW + 2)
+    assert await hub.lock_instances(ORCHESTRATION, owner="o2", now=NOW + 2, lease=30, limit=5) == []  # still held
+    again = await hub.commit_session(item, Commit(running(status="Completed"), []), done.committed.claimed[0],
+                                     Outbound("a", {"EventType": 5, "TaskScheduledId": 1}, "e1"), now=NOW + 3)
+    assert again.delivered and again.committed is None  # the event arrived: the result waits beside it
+    (taken,) = await hub.lock_instances(ORCHESTRATION, owner="o2", now=NOW + 3, lease=30, limit=5)
+    assert [m.event["EventType"] for m in taken.messages] == [15, 5]
+    assert [e["EventType"] for e in taken.history] == [12, 5, 4]
+
+
+async def test_a_session_that_got_messages_delivers_the_result_and_takes_the_instance_again(hub: TaskHub) -> None:
+    item, activity = await _in_session(hub)
+    await hub.send([Outbound("a", {"EventType": 15, "Name": "x"})], now=NOW)  # arrives while kept
+    done = await hub.commit_session(item, Commit(running(status="Completed"), [], history=[{"EventType": 5}]),
+                                    activity, RESULT, now=NOW + 1, claim=InstanceClaim("host1", 30))
+    assert done.delivered and done.committed is None and done.claimed is not None
+    taken = done.claimed
+    assert taken.lease_token.startswith("host1:") and taken.lease_token != item.lease_token
+    assert [m.event["EventType"] for m in taken.messages] == [15, 5]
+    assert [e["EventType"] for e in taken.history] == [12]  # the episode was not written
+    record = await hub.get_instance("a")
+    assert record is not None and record.status == "Running"
+    assert (await hub.counts()).activities == 0
+
+
+async def test_a_session_whose_activity_lease_lapsed_writes_nothing_and_gives_the_instance_back(hub: TaskHub) -> None:
+    item, activity = await _in_session(hub)
+    (rerun,) = await hub.lock_activities(owner="w2", now=NOW + 61, lease=60, limit=5)  # taken over
+    done = await hub.commit_session(item, Commit(running(status="Completed"), [], history=[{"EventType": 5}]),
+                                    activity, RESULT, now=NOW + 62, claim=InstanceClaim("o", 30))
+    assert not done.delivered and done.committed is None and done.claimed is None
+    assert [e["EventType"] for e in await hub.get_history("a")] == [12] and (await hub.counts()).inbox == 0
+    woken = await hub.complete_activity(rerun, RESULT, now=NOW + 63, claim=InstanceClaim("w2", 30))
+    assert woken.delivered and woken.claimed is not None  # the instance was given back: the rerun's result takes it
+
+
+async def test_a_session_whose_instance_was_taken_over_only_delivers_the_result(hub: TaskHub) -> None:
+    item, activity = await _in_session(hub)
+    await hub.send([Outbound("a", {"EventType": 15, "Name": "x"})], now=NOW + 31)
+    (other,) = await hub.lock_instances(ORCHESTRATION, owner="o2", now=NOW + 31, lease=30, limit=5)  # lapsed
+    done = await hub.commit_session(item, Commit(running(status="Completed"), [], history=[{"EventType": 5}]),
+                                    activity, RESULT, now=NOW + 32, claim=InstanceClaim("o", 30))
+    assert done.delivered and done.committed is None and done.claimed is None
+    assert [e["EventType"] for e in await hub.get_history("a")] == [12]
+    await hub.commit(other, Commit(running(), [m.id for m in other.messages], history=[{"EventType": 15}]),
+                     now=NOW + 33)  # the new holder's lease is untouched
+    (result,) = await hub.lock_instances(ORCHESTRATION, owner="o2", now=NOW + 34, lease=30, limit=5)
+    assert [m.event["EventType"] for m in result.messages] == [5]

@@ -24,6 +24,7 @@ from funchost.durable.functions import DurableFunctions
 from funchost.durable.hub import ACTIVITY, NotifyingHub, topic
 from funchost.durable.options import DurableTaskOptions
 from funchost.durable.replay import SdkResult
+from funchost.durable.session import RESULT_ID, Session, Sessions, after_commit, keeps_session, with_result
 from funchost.durable.workloop import WorkLoop
 from funchost.invocation.contracts import FunctionInvoker, InvocationRequest
 from funchost.listeners.renewal import Renewer
@@ -33,6 +34,7 @@ from funchost.storage.durable import (
     ActivityClaim,
     ActivityItem,
     Commit,
+    Committed,
     Delivered,
     InstanceClaim,
     LeaseLost,
@@ -55,6 +57,8 @@ class Dispatcher:
                                         options.max_orchestration_actions, options.store_inputs_in_history)
         self.activities = ActivityRunner(hub, functions, invoker, self._complete_activity)
         self.entities = EntityRunner(hub, functions, invoker)
+        self.sessions = Sessions(hub, self._instance_renewer)
+        self._stopping = False
         clock, signals = hub.clock, hub.signals
         self.loops = [
             WorkLoop("orchestrations", limit=options.max_concurrent_orchestrations, clock=clock, signals=signals,
@@ -73,10 +77,13 @@ class Dispatcher:
         self.hub.claimer = self
 
     async def stop(self) -> None:
+        self._stopping = True
         if self.hub.claimer is self:
             self.hub.claimer = None
+        await self.sessions.close()
         for loop in self.loops:
             await loop.stop()
+        await self.sessions.close()
 
     # -- fetching ----------------------------------------------------------------------------------
 
@@ -108,11 +115,14 @@ class Dispatcher:
     async def _entity(self, item: WorkItem) -> None:
         await self._under_lease(f"entity {item.instance.instance_id}", item, lambda: self.entities.run(item))
 
+    def _instance_renewer(self, name: str, item: WorkItem) -> Renewer:
+        lease = self.options.orchestration_lease
+        return self._renewer(name, lambda: self.hub.store.renew_instance(item, until=self.hub.now() + lease), lease)
+
     async def _under_lease(self, name: str, item: WorkItem, work: Callable[[], Awaitable[Commit | None]]) -> None:
         """Run an instance's work while renewing its lease; commit the outcome, or give the lease
         back when there is none (the host is stopping: the messages wait for the next taker)."""
-        lease = self.options.orchestration_lease
-        renewer = self._renewer(name, lambda: self.hub.store.renew_instance(item, until=self.hub.now() + lease), lease)
+        renewer = self._instance_renewer(name, item)
         try:
             commit = await work()
             if commit is None:
@@ -128,14 +138,36 @@ class Dispatcher:
         """Commit, taking the new activities this host has room for in the same transaction: they
         start here at once instead of after another fetch (the others are fetched by any host)."""
         activities = self.loops[1]
-        reserved = activities.reserve(len(commit.activities)) if commit.activities else 0
+        reserved = self._claim_activities(commit)
         claimed: list[ActivityItem] = []
         try:
-            if reserved:
-                commit.claim = ActivityClaim(self.owner, self.options.activity_lease, reserved)
-            claimed = (await self.hub.commit(item, commit)).claimed
+            keep = self._keeps_session(item, commit, reserved)
+            done = await self.hub.commit(item, commit)
+            claimed = done.claimed
+            if keep:
+                await self._keep(item, commit, done)
         finally:
             activities.adopt(claimed, reserved)
+
+    def _claim_activities(self, commit: Commit, ending: int = 0) -> int:
+        reserved = self.loops[1].reserve(len(commit.activities), ending=ending) if commit.activities else 0
+        if reserved:
+            commit.claim = ActivityClaim(self.owner, self.options.activity_lease, reserved)
+        return reserved
+
+    def _keeps_session(self, item: WorkItem, commit: Commit, reserved: int) -> bool:
+        keep = not self._stopping and keeps_session(item, commit, reserved)
+        if keep:
+            commit.release = False
+        return keep
+
+    async def _keep(self, item: WorkItem, commit: Commit, done: Committed) -> None:
+        """Keep the instance for the one activity its commit took here (`durable.session`); give
+        it back when the activity was not taken or messages wait for the instance."""
+        if len(done.claimed) == 1 and not done.pending and not self._stopping:
+            self.sessions.open(after_commit(item, commit), done.claimed[0])
+        else:
+            await self.hub.release(item)
 
     def reserve(self) -> InstanceClaim | None:
         """A free orchestration slot for an instance a write takes for this host (`Claimer`)."""
@@ -151,6 +183,9 @@ class Dispatcher:
         """Deliver an activity's result, taking the orchestration it wakes in the same transaction
         when the orchestration loop has a free slot: its next episode starts here at once instead
         of after another fetch (an instance another host holds is not taken; it is woken as before)."""
+        session = self.sessions.take(item)
+        if session is not None:
+            return await self._session_step(session, item, result)
         claim = self.reserve()
         done = Delivered(False)
         try:
@@ -158,6 +193,41 @@ class Dispatcher:
             return done.delivered
         finally:
             self.adopt(done.claimed, claim)
+
+    async def _session_step(self, session: Session, item: ActivityItem, result: Outbound) -> bool:
+        """The next episode of a kept instance from its history and the result, committed with the
+        activity's completion in one transaction (or, when the instance got new messages meanwhile,
+        the result delivered and the instance taken again, as `_complete_activity` does)."""
+        try:
+            commit = await Episode(with_result(session.item, result, self.hub.now()), self.hub.clock.now(),
+                                   self.settings).run(self._call_orchestrator)
+        except Exception:
+            log.exception("durable: the episode of orchestration '%s' failed unexpectedly",
+                          session.item.instance.instance_id)
+            commit = None
+        if commit is None:
+            await session.finish()
+            await self.hub.release(session.item)
+            return await self._complete_activity(item, result)
+        commit.consumed = [message_id for message_id in commit.consumed if message_id != RESULT_ID]
+        reserved = self._claim_activities(commit, ending=1)  # this activity's slot goes to the next
+        claim = self.reserve()
+        claimed: list[ActivityItem] = []
+        taken: WorkItem | None = None
+        try:
+            keep = self._keeps_session(session.item, commit, reserved)
+            done = await self.hub.commit_session(session.item, commit, item, result, claim)
+            await session.finish()
+            taken = done.claimed
+            if done.committed is not None:
+                claimed = done.committed.claimed
+                if keep:
+                    await self._keep(session.item, commit, done.committed)
+            return done.delivered
+        finally:
+            await session.finish()
+            self.loops[1].adopt(claimed, reserved)
+            self.adopt(taken, claim)
 
     async def _call_orchestrator(self, name: str, history: list[dict[str, Any]], started: dict[str, Any]) -> SdkResult | None:
         function = self.functions.orchestrator(name)

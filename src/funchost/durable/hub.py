@@ -7,7 +7,7 @@ of at the next poll. Work produced by other processes is found by polling.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Protocol
 
 from funchost.clock import Clock
@@ -22,6 +22,7 @@ from funchost.storage.durable import (
     InstanceClaim,
     NewInstance,
     Outbound,
+    SessionOutcome,
     TaskHub,
     WorkItem,
 )
@@ -54,6 +55,19 @@ class NotifyingHub:
         self.signals = signals
         self.clock = clock
         self.claimer: Claimer | None = None  # set while this process's dispatchers run
+        self._watchers: dict[str, Callable[[], None]] = {}  # instances kept in a session, by id
+
+    def watch(self, instance_id: str, on_message: Callable[[], None]) -> None:
+        """Call `on_message` when this process writes a message for the instance (`durable.session`)."""
+        self._watchers[instance_id] = on_message
+
+    def unwatch(self, instance_id: str) -> None:
+        self._watchers.pop(instance_id, None)
+
+    def _written(self, instance_id: str) -> None:
+        watcher = self._watchers.get(instance_id)
+        if watcher is not None:
+            watcher()
 
     def now(self) -> float:
         return self.clock.now().timestamp()
@@ -64,6 +78,9 @@ class NotifyingHub:
     def _notify_messages(self, messages: Sequence[Outbound]) -> None:
         for kind in {kind_of(m.instance_id) for m in messages}:
             self.notify(kind)
+        if self._watchers:
+            for message in messages:
+                self._written(message.instance_id)
 
     async def create_instance(self, instance: NewInstance, *, dedupe: frozenset[str]) -> None:
         """A new instance starts on this host at once when its orchestration loop has room (the
@@ -78,6 +95,7 @@ class NotifyingHub:
                 claimer.adopt(taken, claim)
         if taken is None:
             self.notify(ORCHESTRATION)
+        self._written(instance.instance_id)
 
     async def send(self, messages: Sequence[Outbound]) -> None:
         await self.store.send(messages, now=self.now())
@@ -88,14 +106,19 @@ class NotifyingHub:
         while the instance was held, or were held back while it was suspended); the activity loops
         look for the new activities the committing host did not take itself."""
         done = await self.store.commit(item, commit, now=self.now())
+        self._committed(item, commit, done)
+        return done
+
+    def _committed(self, item: WorkItem, commit: Commit, done: Committed) -> None:
         if done.pending:
             self.notify(kind_of(item.instance.instance_id))
         if len(done.claimed) < len(commit.activities):
             self.notify(ACTIVITY)
         if commit.instances:
             self.notify(ORCHESTRATION)
+            for instance in commit.instances:
+                self._written(instance.instance_id)
         self._notify_messages(commit.messages)
-        return done
 
     async def release(self, item: WorkItem) -> None:
         await self.store.release(item)
@@ -106,5 +129,16 @@ class NotifyingHub:
         """The orchestration loops look for the woken instance unless this host's claim took it."""
         done = await self.store.complete_activity(item, result, now=self.now(), claim=claim)
         if done.delivered and done.claimed is None:
+            self.notify(ORCHESTRATION)
+            self._written(result.instance_id)
+        return done
+
+    async def commit_session(self, item: WorkItem, commit: Commit, activity: ActivityItem, result: Outbound,
+                             claim: InstanceClaim | None = None) -> SessionOutcome:
+        """As `commit` when the episode was committed; as `complete_activity` when it was not."""
+        done = await self.store.commit_session(item, commit, activity, result, now=self.now(), claim=claim)
+        if done.committed is not None:
+            self._committed(item, commit, done.committed)
+        elif done.claimed is None:
             self.notify(ORCHESTRATION)
         return done

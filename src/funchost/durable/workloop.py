@@ -102,13 +102,14 @@ class WorkLoop:
     def in_flight(self) -> int:
         return len(self._running)
 
-    def reserve(self, wanted: int) -> int:
+    def reserve(self, wanted: int, *, ending: int = 0) -> int:
         """Hold up to `wanted` free slots for work about to be taken outside this loop (activities
         a commit or a completion takes for this host); give them back with `adopt`. None once the
-        loop is stopping."""
+        loop is stopping. `ending`: slots of running work that finishes right after (a session's
+        step, run by the activity it completes, hands its slot to the next activity)."""
         if self._stopping:
             return 0
-        granted = max(0, min(wanted, self.limit - len(self._running) - self._reserved))
+        granted = max(0, min(wanted, self.limit - len(self._running) - self._reserved + ending))
         self._reserved += granted
         return granted
 

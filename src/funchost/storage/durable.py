@@ -200,6 +200,19 @@ class Delivered:
 
 
 @dataclass(frozen=True)
+class SessionOutcome:
+    """What `commit_session` tells its caller. `delivered`: the activity's lease held (else nothing
+    was written and the instance's lease was given up). `committed`: the episode was applied with
+    the result (None: the instance had new messages or its lease was lost, so the result went to
+    its inbox as `complete_activity` delivers it, and `claimed` is the instance taken again for
+    the claim, as there)."""
+
+    delivered: bool
+    committed: Committed | None = None
+    claimed: WorkItem | None = None
+
+
+@dataclass(frozen=True)
 class InstanceQuery:
     created_from: datetime | None = None
     created_to: datetime | None = None
@@ -282,6 +295,15 @@ class TaskHub(Protocol):
         delivered); with `claim`, also take the instance it wakes as `lock_instances` would (its
         history and every visible message), when it is free, not suspended and has no other
         activity outstanding (a fan-out's results are left for one fetch to take together)."""
+
+    async def commit_session(self, item: WorkItem, commit: Commit, activity: ActivityItem, result: Outbound, *,
+                             now: float, claim: InstanceClaim | None = None) -> SessionOutcome:
+        """An extended session's step: the activity's completion and the episode that consumed its
+        result in one transaction. Deletes `activity` if its lease is held (else nothing is written
+        but `item`'s lease is given up); then applies `commit` if `item`'s lease is held and the
+        instance has no visible inbox message (the episode saw everything there is); otherwise
+        delivers `result`, gives `item`'s lease up and, with `claim`, takes the instance again as
+        `complete_activity` would, so the next episode sees the result and the new messages."""
 
     async def release_activity(self, item: ActivityItem) -> None: ...
 

@@ -44,12 +44,14 @@ from funchost.storage.durable import (
     NewInstance,
     Outbound,
     QueryPage,
+    SessionOutcome,
     WorkItem,
 )
 from funchost.storage.postgres import durable_schema as schema
 from funchost.storage.postgres import durable_sql as sql
 from funchost.storage.postgres.db import PgDatabase, server_time
 from funchost.storage.postgres.durable_group import Completion, CompletionGroup
+from funchost.storage.postgres.durable_session import COMMIT_SESSION
 
 FRESH = 0.1  # seconds an idle poll's next due time answers `next_visible` for
 
@@ -190,14 +192,21 @@ class PostgresTaskHub:
         if not ok:
             raise LeaseLost(f"the lease on '{item.instance.instance_id}' was lost; another host has taken the "
                             "instance over")
-        if not ids or commit.claim is None:
-            return Committed([], bool(pending))
-        scheduled, expires = {a.task_id: a for a in commit.activities}, now + commit.claim.lease
-        claimed = [ActivityItem(activity_id, a.instance_id, a.execution_id, a.task_id, a.name, a.input, 1, token,
-                                expires)
-                   for activity_id, task, token in sorted(zip(ids, tasks, tokens, strict=True))
-                   for a in (scheduled[task],)]
-        return Committed(claimed, bool(pending))
+        return _committed(commit, now, ids, tasks, tokens, pending)
+
+    async def commit_session(self, item: WorkItem, commit: Commit, activity: ActivityItem, result: Outbound, *,
+                             now: float, claim: InstanceClaim | None = None) -> SessionOutcome:
+        row = (await self._rows(COMMIT_SESSION, {
+            **self._times(now), **_commit_args(item, commit), "act": activity.id, "act_token": activity.lease_token,
+            "r_exec": result.execution_id, "r_event": json.dumps(result.event),
+            "owner": claim.owner if claim else None, "lease": claim.lease if claim else None}))[0]
+        state, ids, tasks, tokens, pending = row[21:26]
+        if state == "lost":
+            return SessionOutcome(False)
+        if state == "committed":
+            return SessionOutcome(True, _committed(commit, now, ids, tasks, tokens, pending))
+        taken = _work_item(row, now + claim.lease) if row[0] is not None and claim is not None else None
+        return SessionOutcome(True, None, taken)
 
     async def release(self, item: WorkItem) -> None:
         await self._rows(sql.RELEASE, {"i": item.instance.instance_id, "token": item.lease_token})
@@ -264,6 +273,18 @@ class PostgresTaskHub:
 
     async def aclose(self) -> None:
         await self._completions.aclose()  # the backend's database is closed with the backend
+
+
+def _committed(commit: Commit, now: float, ids: list[int] | None, tasks: list[int] | None,
+               tokens: list[str] | None, pending: bool | None) -> Committed:
+    """`durable_commit`'s outputs: the activities it took for `commit.claim`."""
+    if not ids or commit.claim is None:
+        return Committed([], bool(pending))
+    scheduled, expires = {a.task_id: a for a in commit.activities}, now + commit.claim.lease
+    claimed = [ActivityItem(activity_id, a.instance_id, a.execution_id, a.task_id, a.name, a.input, 1, token, expires)
+               for activity_id, task, token in sorted(zip(ids, tasks or [], tokens or [], strict=True))
+               for a in (scheduled[task],)]
+    return Committed(claimed, bool(pending))
 
 
 def _work_item(row: Sequence[Any], lease_expires: float) -> WorkItem:

@@ -19,6 +19,8 @@ written nothing (durabletask-mssql's History primary key is the second fence her
 
 from __future__ import annotations
 
+from funchost.storage.postgres import durable_session
+
 COMPONENT = "durable"
 
 _TABLES = """
@@ -149,14 +151,15 @@ END $$;
 # An episode's (or entity batch's) outcome under the lease `token` (`ok` false: the lease was lost,
 # nothing written); the first `claim_limit` new activities leased to `claim_owner` at once, and
 # whether the instance still has visible messages.
-_COMMIT = """
-CREATE FUNCTION durable_commit(h integer, p_now float8, p_ref float8, i text, token text, keep boolean,
+COMMIT_PARAMS = """i text, token text, keep boolean,
     st text, x text, inp text, outp text, cust text, nm text, ver text, ent_exists boolean, ent_state text,
     consumed bigint[], reset boolean, history text[],
     m_ids text[], m_execs text[], m_events text[], m_visible float8[], m_controls boolean[],
     a_execs text[], a_tasks integer[], a_names text[], a_inputs text[],
     n_ids text[], n_names text[], n_versions text[], n_execs text[], n_inputs text[], n_started text[],
-    n_parents text[], n_visible float8[], claim_owner text, claim_lease float8, claim_limit integer,
+    n_parents text[], n_visible float8[], claim_owner text, claim_lease float8, claim_limit integer"""
+_COMMIT = f"""
+CREATE FUNCTION durable_commit(h integer, p_now float8, p_ref float8, {COMMIT_PARAMS},
     OUT ok boolean, OUT claimed bigint[], OUT claimed_tasks integer[], OUT claimed_tokens text[], OUT pending boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -252,13 +255,13 @@ END $$;
 # `durable_create_claim` creates an orchestration and takes it when its start is due now.
 # `durable_complete` and `durable_create` stay (and are called): hosts of the previous version
 # keep working until they are upgraded.
-_TAKEN = """o_instance_id text, o_kind text, o_name text, o_version text, o_execution_id text, o_status text,
+TAKEN = """o_instance_id text, o_kind text, o_name text, o_version text, o_execution_id text, o_status text,
     o_input text, o_output text, o_custom_status text, o_created_time float8, o_last_updated_time float8,
     o_parent_instance_id text, o_entity_exists boolean, o_entity_state text, o_token text, o_ids bigint[],
     o_execs text[], o_events text, o_visible float8[], o_shift float8, o_history text"""
 _TAKE = f"""
 CREATE FUNCTION durable_take(h integer, v_now float8, v_shift float8, ids text[], owners text[], leases float8[])
-RETURNS TABLE ({_TAKEN}) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+RETURNS TABLE ({TAKEN}) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
     RETURN QUERY
     WITH wanted AS (
@@ -289,7 +292,7 @@ BEGIN
 END $$;
 CREATE FUNCTION durable_complete_claim(h integer, p_now float8, p_ref float8, a_ids bigint[], tokens text[],
     ids text[], execs text[], events text[], visible float8[], controls boolean[], owners text[], leases float8[])
-RETURNS TABLE ({_TAKEN}, o_done bigint[]) LANGUAGE plpgsql AS $$
+RETURNS TABLE ({TAKEN}, o_done bigint[]) LANGUAGE plpgsql AS $$
 DECLARE
     done bigint[] := durable_complete(h, p_now, p_ref, a_ids, tokens, ids, execs, events, visible, controls);
     v_now float8 := coalesce(p_now, extract(epoch FROM clock_timestamp()));
@@ -303,7 +306,7 @@ BEGIN
 END $$;
 CREATE FUNCTION durable_create_claim(h integer, p_now float8, p_ref float8, i text, nm text, ver text, x text,
     inp text, started text, par text, visible float8, dedupe text[], owner text, lease float8)
-RETURNS TABLE ({_TAKEN}, o_refused text) LANGUAGE plpgsql AS $$
+RETURNS TABLE ({TAKEN}, o_refused text) LANGUAGE plpgsql AS $$
 DECLARE
     refused text := durable_create(h, p_now, p_ref, i, nm, ver, x, inp, started, par, visible, dedupe);
     v_now float8 := coalesce(p_now, extract(epoch FROM clock_timestamp()));
@@ -359,4 +362,6 @@ _CREATE_RACE = _CREATE_NEW.replace("""            RETURN NULL;
         END IF;
     END IF;""")
 
-STEPS = [_TABLES + _SEND + _REPLACE + _COMMIT + _COMPLETE, _TAKE + _CREATE_NEW, _CREATE_RACE]
+# Step 4: an extended session's step, an activity's completion with the next episode (`durable_session`).
+STEPS = [_TABLES + _SEND + _REPLACE + _COMMIT + _COMPLETE, _TAKE + _CREATE_NEW, _CREATE_RACE,
+         durable_session.step(COMMIT_PARAMS, TAKEN)]

@@ -26,6 +26,7 @@ from funchost.storage.durable import (
     NewInstance,
     Outbound,
     QueryPage,
+    SessionOutcome,
     WorkItem,
 )
 from funchost.storage.sqlite import durable_sql as sql
@@ -155,6 +156,10 @@ class SqliteTaskHub:
             return Delivered(True, None if claim is None else sql.claim_woken(conn, result.instance_id, claim, now))
 
         return await self.db.write(write)
+
+    async def commit_session(self, item: WorkItem, commit: Commit, activity: ActivityItem, result: Outbound, *,
+                             now: float, claim: InstanceClaim | None = None) -> SessionOutcome:
+        return await self.db.write(lambda conn: sql.apply_session(conn, item, commit, activity, result, now, claim))
 
     async def release_activity(self, item: ActivityItem) -> None:
         await self.db.write(lambda conn: conn.execute(

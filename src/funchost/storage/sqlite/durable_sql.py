@@ -31,6 +31,7 @@ from funchost.storage.durable import (
     NewInstance,
     Outbound,
     QueryPage,
+    SessionOutcome,
     WorkItem,
 )
 
@@ -227,6 +228,25 @@ def apply_commit(conn: sqlite3.Connection, item: WorkItem, commit: Commit, now: 
     pending = conn.execute("SELECT 1 FROM inbox WHERE instance_id = ? AND visible_at <= ? LIMIT 1",
                            (instance_id, now)).fetchone() is not None
     return Committed(claimed, pending)
+
+
+def apply_session(conn: sqlite3.Connection, item: WorkItem, commit: Commit, activity: ActivityItem,
+                  result: Outbound, now: float, claim: InstanceClaim | None) -> SessionOutcome:
+    """An activity's completion with the episode that consumed its result (`TaskHub.commit_session`)."""
+    instance_id = item.instance.instance_id
+    release = "UPDATE instances SET lease_token = NULL, lease_expires = NULL WHERE instance_id = ? AND lease_token = ?"
+    if conn.execute("DELETE FROM activities WHERE id = ? AND lease_token = ?",
+                    (activity.id, activity.lease_token)).rowcount != 1:
+        conn.execute(release, (instance_id, item.lease_token))
+        return SessionOutcome(False)
+    row = conn.execute("SELECT lease_token FROM instances WHERE instance_id = ?", (instance_id,)).fetchone()
+    if (row is not None and row["lease_token"] == item.lease_token
+            and conn.execute("SELECT 1 FROM inbox WHERE instance_id = ? AND visible_at <= ? LIMIT 1",
+                             (instance_id, now)).fetchone() is None):
+        return SessionOutcome(True, apply_commit(conn, item, commit, now))
+    send_messages(conn, [result], now)
+    conn.execute(release, (instance_id, item.lease_token))
+    return SessionOutcome(True, None, None if claim is None else claim_woken(conn, instance_id, claim, now))
 
 
 def _add_activities(conn: sqlite3.Connection, activities: Sequence[NewActivity], now: float,
