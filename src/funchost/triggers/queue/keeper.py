@@ -24,13 +24,14 @@ log = logging.getLogger("funchost.queues")
 H = TypeVar("H")
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Renewal(Generic[H]):
-    """The renewal schedule of one item `VisibilityKeeper.hold` keeps invisible."""
+    """The renewal schedule of one item `VisibilityKeeper.hold` keeps invisible; its timing is
+    made at its first renewal (most messages are done before one is due)."""
 
     item: H
     due: float
-    timing: LinearSpeedup
+    timing: LinearSpeedup | None = None
     renewals: int = 0
     lost: bool = False
     released: bool = field(default=False, repr=False)
@@ -51,7 +52,7 @@ class VisibilityKeeper(Generic[H]):
 
     def hold(self, item: H) -> Renewal[H]:
         """Start keeping `item` invisible; call `release()` when its processing is over."""
-        entry = Renewal(item, self._clock.monotonic() + self._interval, LinearSpeedup(self._interval, self._minimum))
+        entry = Renewal(item, self._clock.monotonic() + self._interval)
         self._holds[id(entry)] = entry
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name=f"visibility:{self.name}")
@@ -89,6 +90,9 @@ class VisibilityKeeper(Generic[H]):
             await self._clock.sleep(min(entry.due for entry in self._holds.values()) - now)
 
     async def _renew_one(self, entry: Renewal[H]) -> None:
+        timing = entry.timing
+        if timing is None:
+            timing = entry.timing = LinearSpeedup(self._interval, self._minimum)
         entry.renewing = asyncio.get_running_loop().create_future()
         try:
             keep = await self._renew(entry.item)
@@ -96,7 +100,7 @@ class VisibilityKeeper(Generic[H]):
             raise
         except Exception:
             log.warning("visibility renewal on %s failed; retrying sooner", self.name, exc_info=True)
-            entry.due = self._clock.monotonic() + entry.timing.next_delay(False)
+            entry.due = self._clock.monotonic() + timing.next_delay(False)
             return
         finally:
             entry.renewing.set_result(None)
@@ -106,4 +110,4 @@ class VisibilityKeeper(Generic[H]):
             self._holds.pop(id(entry), None)
             return
         entry.renewals += 1
-        entry.due = self._clock.monotonic() + entry.timing.next_delay(True)
+        entry.due = self._clock.monotonic() + timing.next_delay(True)

@@ -40,6 +40,10 @@ def decode_text(text: str, encoding: str) -> bytes:
     """Message text -> body bytes, as the queue client does on receive (.NET tolerates whitespace)."""
     if encoding != "base64":
         return text.encode("utf-8")
+    try:  # the common case first: no whitespace to take out
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        pass
     compact = "".join(text.split())
     try:
         return base64.b64decode(compact, validate=True)

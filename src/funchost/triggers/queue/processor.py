@@ -26,7 +26,7 @@ log = logging.getLogger("funchost.queues")
 LOST = (PopReceiptMismatch, ResourceNotFound, ResourceConflict)
 
 
-@dataclass
+@dataclass(slots=True)
 class HeldMessage:
     """The message as we currently hold it: renewals replace the pop receipt."""
 
@@ -91,7 +91,9 @@ class QueueProcessor:
     async def execute(self, message: QueueMessage, body: bytes) -> bool:
         """Run the function for one message (visibility held); True deletes it. The blob trigger's
         internal queue overrides this (same poison rules, its own dispatch)."""
-        request = build_request(self.function, message, body, self.queue, self.runtime.clock.now())
+        # The clock is read only for a message without an insertion time (it stands in for it).
+        request = build_request(self.function, message, body, self.queue,
+                                message.insertion_time or self.runtime.clock.now())
         result = await self.runtime.invoker.invoke(request)
         return result.succeeded
 
