@@ -13,6 +13,9 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 DEFAULT_BODY_LIMIT = 104_857_600  # 100 MB, FUNCTIONS_REQUEST_BODY_SIZE_LIMIT overrides
+# Marks an `http.response.start` whose whole body is sent next, at once: the server may write
+# both in one system call (whole_response.py); other servers ignore the key.
+BODY_FOLLOWS = "funchost.body_follows"
 NO_BODY_STATUSES = frozenset({204, 205, 304})  # responses that carry no content (Kestrel refuses a body)
 
 
@@ -70,7 +73,7 @@ async def respond(send: Send, status: int, body: bytes = b"",
         body = b""  # the server would write it after the headers and corrupt the connection
     else:
         all_headers.append((b"content-length", str(len(body)).encode()))
-    await send({"type": "http.response.start", "status": status, "headers": all_headers})
+    await send({"type": "http.response.start", "status": status, "headers": all_headers, BODY_FOLLOWS: True})
     await send({"type": "http.response.body", "body": body})
 
 

@@ -30,6 +30,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from funchost.triggers.http.limits import HEARTBEAT_SECONDS, ServerLimits
+from funchost.triggers.http.whole_response import adopt
 
 log = logging.getLogger("funchost.http")
 
@@ -206,6 +207,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         if self._head_bound > self._max_header_bytes and header_bytes(headers) > self._max_header_bytes:
             raise Rejected(431, "request headers too large")
         super().on_headers_complete()
+        adopt(self.cycle)
         self._phase = BODY
         self._body_bytes = 0
         self._body_seconds = 0.0

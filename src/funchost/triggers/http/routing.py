@@ -61,6 +61,8 @@ def split_path(raw_path: str) -> list[str]:
     path = raw_path.strip("/") if raw_path.endswith("/") else raw_path.lstrip("/")
     if not path:
         return []
+    if "%" not in path:
+        return path.split("/")  # nothing to decode (the common case)
     return [unquote(s.replace("%2F", "%252F").replace("%2f", "%252f")) for s in path.split("/")]
 
 
