@@ -14,6 +14,9 @@ same concurrency, interleaved round by round:
 * ``fastapi``: a FastAPI app with one ``async def`` GET route answering the same text
   (``response_class=PlainTextResponse``) on the same uvicorn: what a Python developer would
   write for an HTTP API, the reference for funchost's ``async def`` hello;
+* ``fastapi-defaults``: the same FastAPI app on uvicorn's defaults, as ``uvicorn main:app`` or
+  ``fastapi run`` serve it (an access log line per request, to /dev/null as funchost's console
+  lines go): FastAPI with its defaults on, beside funchost with its own;
 * ``funchost-async``: the same funchost process, an `async def` hello;
 * ``workers-N`` / ``workers-N-async``: funchost with FUNCTIONS_WORKER_PROCESS_COUNT = N (the
   machine's cores);
@@ -113,6 +116,12 @@ FASTAPI = textwrap.dedent('''
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), lifespan="off", log_level="warning",
                 access_log=False, server_header=False)
 ''')
+
+# The same FastAPI app as a developer runs it (`uvicorn main:app`, `fastapi run`): uvicorn's
+# defaults, the access log line per request on (to /dev/null, as funchost's console lines are).
+FASTAPI_DEFAULTS = FASTAPI.replace("""uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), lifespan="off", log_level="warning",
+                access_log=False, server_header=False)""", """uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]))""")
+assert FASTAPI_DEFAULTS != FASTAPI
 
 # A keep-alive HTTP/1.1 client on raw sockets, run in its own process: prints JSON.
 CLIENT = textwrap.dedent('''
@@ -294,10 +303,14 @@ def main() -> int:
         startup, startup_cpu = measure_startup(app_dir, work, args.startup_runs)
 
         workers = os.cpu_count() or 2
-        ports = {"bare": free_port(), "starlette": free_port(), "fastapi": free_port(), "funchost": free_port()}
+        ports = {"bare": free_port(), "starlette": free_port(), "fastapi": free_port(), "fastapi-defaults": free_port(),
+                 "funchost": free_port()}
         processes = {"bare": subprocess.Popen([sys.executable, "-c", BARE, str(ports["bare"])]),
                      "starlette": subprocess.Popen([sys.executable, "-c", STARLETTE, str(ports["starlette"])]),
                      "fastapi": subprocess.Popen([sys.executable, "-c", FASTAPI, str(ports["fastapi"])]),
+                     "fastapi-defaults": subprocess.Popen([sys.executable, "-c", FASTAPI_DEFAULTS,
+                                                           str(ports["fastapi-defaults"])],
+                                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
                      "funchost": start_funchost(app_dir, work / "data", ports["funchost"])}
         if not args.no_workers:
             ports["workers"] = free_port()
@@ -312,7 +325,8 @@ def main() -> int:
                                                        extra=("--no-dashboard",))
         # (target, process, path): the def and the async def hello on each funchost.
         targets = [("bare", "bare", PATH), ("starlette", "starlette", PATH), ("fastapi", "fastapi", PATH),
-                   ("funchost", "funchost", PATH), ("funchost-async", "funchost", ASYNC_PATH)]
+                   ("fastapi-defaults", "fastapi-defaults", PATH), ("funchost", "funchost", PATH),
+                   ("funchost-async", "funchost", ASYNC_PATH)]
         if not args.no_workers:
             targets += [(f"workers-{workers}", "workers", PATH), (f"workers-{workers}-async", "workers", ASYNC_PATH)]
         if args.baseline_src is not None:
@@ -349,6 +363,8 @@ def main() -> int:
         "starlette_vs_bare": round(result["starlette"]["rps"] / bare, 3),
         "fastapi_vs_bare": round(result["fastapi"]["rps"] / bare, 3),
         "funchost_async_vs_fastapi": round(result["funchost-async"]["rps"] / result["fastapi"]["rps"], 3),
+        "funchost_async_vs_fastapi_defaults": round(result["funchost-async"]["rps"]
+                                                    / result["fastapi-defaults"]["rps"], 3),
     }
     if not args.no_workers:
         result["ratios"]["workers_vs_one_process"] = round(result[f"workers-{workers}"]["rps"]

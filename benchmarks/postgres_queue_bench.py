@@ -17,6 +17,8 @@ fsync off); rounds interleaved target by target, each draining a queue filled be
   one queue together (spawned together, as `queue_peers_bench` spawns its one process);
 * ``funchost-pg-1-warning`` (with ``--quiet-row``): funchost-pg-1 with `queue_peers_bench`'s
   host.json (log level Warning: no console line per invocation);
+* ``funchost-pg-1-async`` (with ``--async-row``): funchost-pg-1 with the no-op an ``async def``,
+  as pgqueuer's entrypoint is (a ``def`` function runs on a thread, as the Python worker runs it);
 * ``baseline-pg-1`` (with ``--baseline-src DIR``): funchost-pg-1 with the hosts run from another
   source tree (``git archive <commit> src | tar -x -C DIR``), before/after in one run.
 
@@ -88,10 +90,16 @@ def encoded(body: dict[str, Any]) -> str:
     return base64.b64encode(json.dumps(body).encode()).decode()
 
 
-def write_app(folder: Path, pickup: bool = False, quiet: bool = False) -> Path:
+def write_app(folder: Path, pickup: bool = False, quiet: bool = False, coroutine: bool = False) -> Path:
     """`queue_peers_bench`'s no-op app with the default host.json (and the pickup function);
-    `quiet`: its host.json instead (log level Warning: no per-invocation console lines)."""
+    `quiet`: its host.json instead (log level Warning: no per-invocation console lines);
+    `coroutine`: the no-op an `async def`, as pgqueuer's entrypoint is."""
     peers.write_app(folder)
+    if coroutine:
+        source = folder / "function_app.py"
+        text = source.read_text()
+        assert "\ndef noop(" in text, "queue_peers_bench.APP defines `def noop`"
+        source.write_text(text.replace("\ndef noop(", "\nasync def noop("))
     if not quiet:
         (folder / "host.json").write_text(DEFAULT_HOST_JSON)
     if pickup:
@@ -162,9 +170,9 @@ def stop_hosts(processes: list[subprocess.Popen[bytes]]) -> None:
 
 
 async def funchost_round(server: Server, work: Path, messages: int, hosts: int,
-                         quiet: bool = False, src: Path | None = None) -> dict[str, float]:
+                         quiet: bool = False, src: Path | None = None, coroutine: bool = False) -> dict[str, float]:
     schema = server.schema(f"drain-{hosts}")
-    app = write_app(work / "app", quiet=quiet)
+    app = write_app(work / "app", quiet=quiet, coroutine=coroutine)
     storage = open_client(server, schema, work / "filler")
     try:
         service = storage.queues()
@@ -296,6 +304,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.quiet_row:
         targets["funchost-pg-1-warning"] = lambda w: funchost_round(server, w, args.messages, 1, quiet=True)
+    if args.async_row:
+        targets["funchost-pg-1-async"] = lambda w: funchost_round(server, w, args.messages, 1, coroutine=True)
     if args.baseline_src is not None:
         baseline = args.baseline_src.resolve()
         targets["baseline-pg-1"] = lambda w: funchost_round(server, w, args.messages, 1, src=baseline)
@@ -329,14 +339,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         "load_average_start": [round(x, 2) for x in load_start],
                         "load_average_end": [round(x, 2) for x in os.getloadavg()]},
         "parameters": {"messages": args.messages, "rounds": args.rounds, "pickups": args.pickups,
-                       "quiet_row": args.quiet_row,
+                       "quiet_row": args.quiet_row, "async_row": args.async_row,
                        "baseline_src": str(args.baseline_src) if args.baseline_src else None,
                        "pickup_spacing_s": args.spacing, "host_json": json.loads(DEFAULT_HOST_JSON)},
         "results": results,
         "ratios": {"funchost-pg-1 / pgqueuer-32": ratio("funchost-pg-1", "pgqueuer-32"),
                    "funchost-pg-2hosts / funchost-pg-1": ratio("funchost-pg-2hosts", "funchost-pg-1"),
                    **({"baseline-pg-1 / pgqueuer-32": ratio("baseline-pg-1", "pgqueuer-32")}
-                      if "baseline-pg-1" in results else {})},
+                      if "baseline-pg-1" in results else {}),
+                   **({"funchost-pg-1-async / pgqueuer-32": ratio("funchost-pg-1-async", "pgqueuer-32")}
+                      if "funchost-pg-1-async" in results else {})},
         # Medians of the rounds, draining processes + server (`watch`), and split for the hosts.
         "cpu_us_per_message": {name: row["cpu_us_per_message"]["median"] for name, row in results.items()},
         "cpu_us_per_message_split": {
@@ -354,6 +366,8 @@ def main() -> None:
     parser.add_argument("--pickups", type=int, default=200, help="cross-host pickup messages (0: skip)")
     parser.add_argument("--spacing", type=float, default=0.02, help="seconds between pickup messages")
     parser.add_argument("--settle", type=float, default=3.0, help="idle seconds before the pickups")
+    parser.add_argument("--async-row", action="store_true",
+                        help="also funchost-pg-1 with an `async def` no-op (pgqueuer's entrypoint is one)")
     parser.add_argument("--quiet-row", action="store_true",
                         help="also 'funchost-pg-1-warning': host.json log level Warning (no console line per call)")
     parser.add_argument("--baseline-src", type=Path,
