@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from funchost.clock import ManualClock
+from funchost.durable import dispatcher
 from funchost.durable.workloop import WorkLoop
 from funchost.runtime.signals import Signals
-from funchost.storage.durable import ORCHESTRATION, WorkItem
+from funchost.storage.durable import ORCHESTRATION, ActivityItem, Delivered, WorkItem
 from funchost.storage.sqlite.durable import SqliteTaskHub
 from funchost.testing.harness import HostHarness, write_app
 
@@ -40,20 +41,32 @@ def double(value):
 async def test_a_start_and_each_result_run_the_orchestration_on_this_host_without_a_fetch(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     taken: list[str] = []
-    lock = SqliteTaskHub.lock_instances
+    handed_over: list[int] = []
+    lock, complete = SqliteTaskHub.lock_instances, SqliteTaskHub.complete_activity
 
     async def counting(self: SqliteTaskHub, kind: str, **kwargs: Any) -> list[WorkItem]:
         items = await lock(self, kind, **kwargs)
         taken.extend(item.instance.instance_id for item in items if kind == ORCHESTRATION)
         return items
 
+    async def counting_completions(self: SqliteTaskHub, item: ActivityItem, *args: Any, **kwargs: Any) -> Delivered:
+        delivered = await complete(self, item, *args, **kwargs)
+        if delivered.claimed is not None:
+            handed_over.append(item.task_id)
+        return delivered
+
     monkeypatch.setattr(SqliteTaskHub, "lock_instances", counting)
+    monkeypatch.setattr(SqliteTaskHub, "complete_activity", counting_completions)
+    # No extended sessions: each result goes through the completion that hands the instance over
+    # (what a result does when its activity ran elsewhere or outlived the session's window).
+    monkeypatch.setattr(dispatcher, "keeps_session", lambda *args: False)
     app = write_app(tmp_path / "app", APP)
     async with HostHarness(app, clock=ManualClock()) as host:
         instance = await host.durable.start("chain")
         status = await host.durable.wait(instance)
         assert status["runtimeStatus"] == "Completed" and status["output"] == 6
         assert taken == []  # the start and the three results each handed the instance over
+        assert handed_over == [0, 1, 2]
         completed = [e for e in await host.durable.history(instance) if e["EventType"] == 5]
         assert [e["TaskScheduledId"] for e in completed] == [0, 1, 2]  # each result once
 
