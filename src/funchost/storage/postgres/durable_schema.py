@@ -352,15 +352,18 @@ END $$;
 # Step 3: a start whose new-id insert conflicts (another host created the id after this start
 # looked) reads the status again and honours the dedupe statuses before it replaces anything: the
 # other host's fresh instance is refused over, as it would have been a moment later.
-_CREATE_RACE = _CREATE_NEW.replace("""            RETURN NULL;
+_NEW_ID_INSERTED = """            RETURN NULL;
         END IF;
-    END IF;""", """            RETURN NULL;
+    END IF;"""
+_CREATE_RACE = _CREATE_NEW.replace(_NEW_ID_INSERTED, """            RETURN NULL;
         END IF;
         SELECT status INTO prior FROM durable_instances WHERE hub_id = h AND instance_id = i FOR UPDATE;
         IF prior = ANY(dedupe) THEN
             RETURN prior;
         END IF;
     END IF;""")
+if _CREATE_RACE == _CREATE_NEW:  # step 2's text is fixed, so this holds; a silent no-op step would not be seen
+    raise RuntimeError("durable migration step 3 no longer finds the end of step 2's new-id branch")
 
 # Step 4: an extended session's step, an activity's completion with the next episode (`durable_session`).
 STEPS = [_TABLES + _SEND + _REPLACE + _COMMIT + _COMPLETE, _TAKE + _CREATE_NEW, _CREATE_RACE,
