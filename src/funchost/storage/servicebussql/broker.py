@@ -215,8 +215,7 @@ class SqlServiceBusBroker(SessionOperations):
         prefix = token_prefix()
 
         def op(conn: Conn) -> list[ReceivedMessage]:
-            entity = load_entity(conn, name, kinds=("queue", "subscription"))
-            sweep(conn, entity, now)
+            entity = _swept_source(conn, name, now)
             until = now + entity.properties.lock_duration
             where = f"entity = ? AND dlq = ? AND {_READY}"
             params: list[Any] = [entity.key, int(dlq), now, now]
@@ -256,8 +255,7 @@ class SqlServiceBusBroker(SessionOperations):
         now = self._now()
 
         def op(conn: Conn) -> list[ReceivedMessage]:
-            entity = load_entity(conn, name, kinds=("queue", "subscription"))
-            sweep(conn, entity, now)
+            entity = _swept_source(conn, name, now)
             rows = conn.execute(
                 f"DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE entity = ? AND dlq = ?"
                 f" AND {_READY} ORDER BY seq LIMIT ?) RETURNING *",
@@ -272,8 +270,7 @@ class SqlServiceBusBroker(SessionOperations):
         now = self._now()
 
         def op(conn: Conn) -> list[ReceivedMessage]:
-            entity = load_entity(conn, name, kinds=("queue", "subscription"))
-            sweep(conn, entity, now)
+            entity = _swept_source(conn, name, now)
             rows = conn.execute(
                 "SELECT * FROM messages WHERE entity = ? AND dlq = ? AND seq >= ?"
                 " AND (dlq = 1 OR expires_at IS NULL OR expires_at > ? OR state = 'deferred')"
@@ -289,8 +286,7 @@ class SqlServiceBusBroker(SessionOperations):
         prefix = token_prefix()
 
         def op(conn: Conn) -> list[ReceivedMessage]:
-            entity = load_entity(conn, name, kinds=("queue", "subscription"))
-            sweep(conn, entity, now)
+            entity = _swept_source(conn, name, now)
             until = now + entity.properties.lock_duration
             if entity.properties.requires_session and not dlq:
                 until = self._held_session(conn, entity, session, now).locked_until.timestamp()
@@ -380,3 +376,10 @@ class SqlServiceBusBroker(SessionOperations):
 
     async def aclose(self) -> None:
         await self._db.aclose()
+
+
+def _swept_source(conn: Conn, name: str, now: float) -> Entity:
+    """The queue or subscription a receiver reads, with the transitions `now` makes due applied."""
+    entity = load_entity(conn, name, kinds=("queue", "subscription"))
+    sweep(conn, entity, now)
+    return entity
