@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 from tests.acceptance.support import RunningHost, run_cli, start_funchost, stop_funchost, wait_until
+from tests.support.postgres_hosts import record_table
 
 from funchost.clock import SystemClock
 from funchost.settings.app_settings import AppSettings
@@ -24,6 +25,8 @@ from funchost.storage.documents import DocumentStore
 from funchost.storage.postgres.backend import open_backend
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.postgres]
+# The table the functions record into (`record_table`), and its columns.
+RECORDS = ("handled", "doc text, pid int")
 
 DOCUMENTS = 200
 PARTITIONS = 4
@@ -83,16 +86,6 @@ def make_app(tmp_path: Path) -> Path:
     return app
 
 
-def prepare(dsn: str, schema: str) -> tuple[str, dict[str, str]]:
-    import psycopg
-
-    table = f"{schema}.handled"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-        conn.execute(f"CREATE TABLE {table} (doc text, pid int)")
-    return table, {"FUNCHOST_POSTGRES": dsn, "FUNCHOST_POSTGRES_SCHEMA": schema, "RECORD_TABLE": table}
-
-
 def handled(dsn: str, table: str) -> list[tuple[str, int]]:
     import psycopg
 
@@ -142,7 +135,7 @@ def start_hosts(tmp_path: Path, env: dict[str, str], writer: Writer) -> list[Run
 
 def test_two_hosts_share_the_change_feed_leases_and_a_table(tmp_path: Path, postgres_dsn: str,
                                                             postgres_schema: str) -> None:
-    table, env = prepare(postgres_dsn, postgres_schema)
+    table, env = record_table(postgres_dsn, postgres_schema, *RECORDS)
     writer = Writer(tmp_path, env)
     docs = writer.storage.documents()
     hosts: list[RunningHost] = []
@@ -188,7 +181,7 @@ def test_two_hosts_share_the_change_feed_leases_and_a_table(tmp_path: Path, post
 
 def test_the_leases_of_a_killed_host_are_taken_over_on_the_other_machine(tmp_path: Path, postgres_dsn: str,
                                                                        postgres_schema: str) -> None:
-    table, env = prepare(postgres_dsn, postgres_schema)
+    table, env = record_table(postgres_dsn, postgres_schema, *RECORDS)
     writer = Writer(tmp_path, env)
     hosts: list[RunningHost] = []
     try:

@@ -37,8 +37,11 @@ from tests.acceptance.support import (
     stop_funchost,
     wait_until,
 )
+from tests.support.postgres_hosts import record_table
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.postgres]
+# The table the functions record into (`record_table`), and its columns.
+RECORDS = ("handled", "kind text, body text, pid int, count int")
 
 MESSAGES = 200
 EVENTS = 200
@@ -99,16 +102,6 @@ def make_app(tmp_path: Path, code: str, host_json: dict[str, object], config: di
     return app
 
 
-def prepare(dsn: str, schema: str) -> tuple[str, dict[str, str]]:
-    import psycopg
-
-    table = f"{schema}.handled"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-        conn.execute(f"CREATE TABLE {table} (kind text, body text, pid int, count int)")
-    return table, {"FUNCHOST_POSTGRES": dsn, "FUNCHOST_POSTGRES_SCHEMA": schema, "RECORD_TABLE": table}
-
-
 def handled(dsn: str, table: str) -> list[tuple[str, int, int]]:
     import psycopg
 
@@ -134,7 +127,7 @@ def queue_counts(app: Path, tmp_path: Path, env: dict[str, str]) -> list[tuple[s
 
 def test_servicebus_messages_each_handled_once_by_two_hosts(tmp_path: Path, postgres_dsn: str,
                                                            postgres_schema: str) -> None:
-    table, env = prepare(postgres_dsn, postgres_schema)
+    table, env = record_table(postgres_dsn, postgres_schema, *RECORDS)
     app = make_app(tmp_path, SERVICEBUS_APP, SERVICEBUS_HOST, CONFIG)
     hosts = start_hosts(app, tmp_path, env)
     try:
@@ -161,7 +154,7 @@ def test_servicebus_messages_each_handled_once_by_two_hosts(tmp_path: Path, post
 
 def test_servicebus_host_killed_mid_drain_loses_no_message(tmp_path: Path, postgres_dsn: str,
                                                          postgres_schema: str) -> None:
-    table, env = prepare(postgres_dsn, postgres_schema)
+    table, env = record_table(postgres_dsn, postgres_schema, *RECORDS)
     env["WORK_SECONDS"] = "0.2"  # slow enough that the victim holds locked messages when it dies
     app = make_app(tmp_path, SERVICEBUS_APP, SERVICEBUS_HOST, config("PT5S"))
     hosts = start_hosts(app, tmp_path, env)
@@ -193,7 +186,7 @@ def test_servicebus_host_killed_mid_drain_loses_no_message(tmp_path: Path, postg
 
 def test_eventhubs_partitions_shared_by_two_hosts_and_taken_over_after_a_kill(
         tmp_path: Path, postgres_dsn: str, postgres_schema: str) -> None:
-    table, env = prepare(postgres_dsn, postgres_schema)
+    table, env = record_table(postgres_dsn, postgres_schema, *RECORDS)
     app = make_app(tmp_path, EVENTHUBS_APP, EVENTHUBS_HOST, None)
 
     def owners() -> list[str]:

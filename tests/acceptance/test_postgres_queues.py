@@ -13,12 +13,15 @@ from pathlib import Path
 
 import pytest
 from tests.acceptance.support import RunningHost, start_funchost, stop_funchost, wait_until
+from tests.support.postgres_hosts import record_table
 
 from funchost.clock import SystemClock
 from funchost.settings.app_settings import AppSettings
 from funchost.storage.postgres.backend import open_backend
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.postgres]
+# The table the functions record into (`record_table`), and its columns.
+RECORDS = ("processed", "body text, message_id text, pid int, dequeue_count int")
 
 MESSAGES = 1000
 APP = '''
@@ -68,17 +71,6 @@ def records(dsn: str, table: str) -> list[tuple[str, str, int, int]]:
         return [tuple(r) for r in conn.execute(f"SELECT body, message_id, pid, dequeue_count FROM {table}")]  # type: ignore[misc]
 
 
-def prepare(dsn: str, schema: str, tmp_path: Path) -> tuple[str, dict[str, str]]:
-    import psycopg
-
-    table = f"{schema}.processed"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-        conn.execute(f"CREATE TABLE {table} (body text, message_id text, pid int, dequeue_count int)")
-    env = {"FUNCHOST_POSTGRES": dsn, "FUNCHOST_POSTGRES_SCHEMA": schema, "RECORD_TABLE": table}
-    return table, env
-
-
 async def put_messages(tmp_path: Path, env: dict[str, str]) -> None:
     """Another machine putting the messages: a backend of its own on the same server."""
     storage = open_backend(tmp_path / "sender", AppSettings(env, environ={}), SystemClock())
@@ -98,7 +90,7 @@ def start_hosts(app: Path, tmp_path: Path, env: dict[str, str]) -> list[RunningH
 
 def test_a_thousand_messages_each_processed_once_by_two_hosts(tmp_path: Path, postgres_dsn: str,
                                                              postgres_schema: str) -> None:
-    table, env = prepare(postgres_dsn, postgres_schema, tmp_path)
+    table, env = record_table(postgres_dsn, postgres_schema, *RECORDS)
     hosts = start_hosts(make_app(tmp_path), tmp_path, env)
     try:
         asyncio.run(put_messages(tmp_path, env))
@@ -122,7 +114,7 @@ def test_a_thousand_messages_each_processed_once_by_two_hosts(tmp_path: Path, po
 
 
 def test_a_host_killed_mid_drain_loses_no_message(tmp_path: Path, postgres_dsn: str, postgres_schema: str) -> None:
-    table, env = prepare(postgres_dsn, postgres_schema, tmp_path)
+    table, env = record_table(postgres_dsn, postgres_schema, *RECORDS)
     # Slow enough work that the drain lasts seconds however fast the hosts are (2 hosts x 24 in flight).
     env.update({"FUNCHOST_QUEUE_RECEIVE_VISIBILITY": "3", "WORK_SECONDS": "0.2"})
     hosts = start_hosts(make_app(tmp_path), tmp_path, env)
