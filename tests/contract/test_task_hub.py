@@ -328,6 +328,30 @@ async def test_a_start_can_take_the_instance_it_creates_for_its_host(hub: TaskHu
     assert await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 100, lease=30, limit=5) == []
 
 
+async def test_a_taken_start_is_the_item_a_fetch_returns_for_new_and_replaced_ids(hub: TaskHub) -> None:
+    fetched = await hub.create_instance(started("fetched"), now=NOW, dedupe=RUNNING_STATUSES)
+    (fetched,) = await hub.lock_instances(ORCHESTRATION, owner="host1", now=NOW, lease=30, limit=5)
+    taken = await hub.create_instance(started("taken"), now=NOW, dedupe=RUNNING_STATUSES,
+                                      claim=InstanceClaim("host1", 30))
+    assert taken is not None
+
+    def shape(item: WorkItem) -> tuple[object, ...]:
+        record = item.instance
+        return (record.kind, record.name, record.version, record.execution_id, record.status, record.input,
+                record.output, record.created_time, record.parent_instance_id, item.history,
+                [(m.execution_id, {**m.event, "OrchestrationInstance": None}, m.visible_at) for m in item.messages],
+                item.lease_expires)
+
+    assert shape(taken) == shape(fetched)
+    # an id that exists and may be replaced: the old execution goes, the new one is taken
+    await hub.commit(taken, Commit(running(status="Completed"), [m.id for m in taken.messages]), now=NOW + 1)
+    again = await hub.create_instance(started("taken", "e2"), now=NOW + 2, dedupe=RUNNING_STATUSES,
+                                      claim=InstanceClaim("host1", 30))
+    assert again is not None and again.instance.execution_id == "e2" and again.history == []
+    assert [m.execution_id for m in again.messages] == ["e2"] and again.lease_token != taken.lease_token
+    assert await hub.lock_instances(ORCHESTRATION, owner="host2", now=NOW + 3, lease=30, limit=5) == []
+
+
 async def test_a_start_takes_nothing_refused_or_not_yet_due(hub: TaskHub) -> None:
     await hub.create_instance(started("a"), now=NOW, dedupe=RUNNING_STATUSES)
     with pytest.raises(InstanceExists):

@@ -18,7 +18,7 @@ import asyncio
 import logging
 import sys
 
-from funchost.durable import sdk_timestamps
+from funchost.durable import sdk_executor, sdk_timestamps
 from funchost.durable.client import DurableClient
 from funchost.durable.dispatcher import Dispatcher
 from funchost.durable.endpoints import WEBHOOK_PATH, DurableEndpoints
@@ -125,6 +125,7 @@ async def start(runtime: Runtime) -> DurableService | None:
     if not uses_durable(functions):
         return None
     sdk_timestamps.install()  # the SDK reads the host's history timestamps quickly (same results)
+    sdk_executor.install()  # and makes its executor's namedtuple class once, not per episode
     options = durable_options(runtime)
     hub_name = resolved_hub_name(options, lambda value: runtime.settings.resolve_tokens(value, where="hubName"))
     _warn_about_other_hubs(runtime, hub_name)
