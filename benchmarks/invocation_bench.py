@@ -42,6 +42,12 @@ before/after ratio comes from one run on the same machine.
                           alternate off and on (at least 60 on), the figure is the median of each on
                           batch's CPU time less the mean of the off batches beside it, so load on
                           the machine moves both sides alike
+  history-path-http / history-path-queue   (--only; not run by default)
+                          the history's cost on the invocation path alone: the same pairs with the
+                          background writer stopped, each batch's records written after its time
+                          is taken (what the recorder does per attempt, and what the records
+                          waiting for the writer cost the rest of the call); history-http less
+                          this is the writer's share
 
 The dashboard (the invocation history's recorder and its batch writer) is on in every
 scenario, as `funchost start` runs by default (``--dashboard on``); ``--dashboard off`` measures
@@ -80,7 +86,7 @@ SCENARIOS = ("executor-async", "executor-async-timeout", "http-async", "http-asy
              "servicebus-message", "servicebus-batch", "eventhubs-event", "eventhubs-batch")
 # What the dashboard's history and the two console lines add, each measured on and off in one
 # process, batch by batch (not a default scenario: name them with --only).
-PAIRED = ("history-http", "history-queue", "lines-http", "lines-queue")
+PAIRED = ("history-http", "history-queue", "lines-http", "lines-queue", "history-path-http", "history-path-queue")
 PEERS = ("fastapi-hello",)  # the same request through FastAPI's ASGI app (--only; not run by default)
 PAIRED_BATCH = 500  # calls per batch: the recorder's batch, written (flushed) inside the batch's time
 PAIRED_BATCHES = 120  # batches per paired figure, half on and half off: fewer left the medians within ±2 µs
@@ -371,12 +377,12 @@ async def scenario(name: str, calls: int) -> float:
 
 
 async def paired_cost(call: Callable[[], Awaitable[Any]], toggle: Callable[[bool], Awaitable[None]],
-                      calls: int) -> float:
+                      calls: int, after: Callable[[], Awaitable[Any]] | None = None) -> float:
     """µs of CPU per call that `toggle(True)` adds: batches alternate off and on; each on batch's
     CPU time per call less the mean of the off batches just before and after it (so a change of
     the machine's load between batches moves both sides alike), the median of those differences
     (`toggle(on)` runs at the end of every batch too, so what it does, e.g. writing the history's
-    batch, counts in the batch)."""
+    batch, counts in the batch; `after`, if given, runs after each batch's time is taken)."""
     for _ in range(500):
         await call()
     times: list[float] = []  # off, on, off, on, ..., off
@@ -390,6 +396,8 @@ async def paired_cost(call: Callable[[], Awaitable[Any]], toggle: Callable[[bool
                 await asyncio.sleep(0)
         await toggle(on)
         times.append((time.process_time() - started) / PAIRED_BATCH * 1e6)
+        if after is not None:
+            await after()
     return statistics.median(times[i] - (times[i - 1] + times[i + 1]) / 2 for i in range(1, len(times) - 1, 2))
 
 
@@ -398,7 +406,8 @@ async def paired(name: str, calls: int) -> float:
     from funchost import logs
     from funchost.dashboard.recorder import HistoryRecorder
 
-    what, _, kind = name.partition("-")
+    what, kind = name.split("-")[0], name.rsplit("-", 1)[1]
+    path_only = "-path-" in name  # the history without its writer's share (`after` writes each batch)
     captured: dict[str, Any] = {}
 
     async def measure(call: Callable[[], Awaitable[Any]], calls: int) -> float:
@@ -413,13 +422,20 @@ async def paired(name: str, calls: int) -> float:
         async def toggle(on: bool) -> None:
             if what == "history":
                 invoker._observers = observers if on else ()
-                if recorder is not None:
+                if recorder is not None and not path_only:
                     await recorder.flush()  # this batch's records written within its time
             else:
                 results.setLevel(logging.NOTSET if on else logging.WARNING)
 
+        async def write_batch() -> None:
+            await recorder.flush()
+
+        if path_only:  # the writer task stopped: each batch is written by `after`, outside its time
+            assert recorder is not None and recorder._task is not None
+            recorder._task.cancel()
+            await asyncio.gather(recorder._task, return_exceptions=True)
         try:
-            return await paired_cost(call, toggle, calls)
+            return await paired_cost(call, toggle, calls, write_batch if path_only else None)
         finally:
             if what == "lines":
                 logging.getLogger().handlers.clear()
