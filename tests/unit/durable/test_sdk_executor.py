@@ -9,7 +9,7 @@ import json
 
 import azure.durable_functions as df
 
-from funchost.durable.sdk_executor import made_once, install
+from funchost.durable.sdk_executor import install, made_once
 
 MODULE = "azure.durable_functions.models.TaskOrchestrationExecutor"
 
