@@ -161,3 +161,34 @@ async def test_the_wake_ups_of_the_other_shared_services_reach_the_other_host(
     finally:
         await a.aclose()
         await b.aclose()
+
+
+async def test_a_receive_reads_only_the_messages_it_takes_however_stale_the_statistics(
+        tmp_path: Path, postgres_dsn: str, postgres_schema: str) -> None:
+    """A queue filled in a burst right after its table was made has no statistics yet (autovacuum
+    looks a minute later at the soonest); the planner then took the table for nearly empty and
+    read every visible message, sorting them all, for each batch. The receive function reads the
+    index in order instead: the rows its transaction fetched are about the rows it took."""
+    import psycopg
+
+    a = host(tmp_path, "a", postgres_dsn, postgres_schema)
+    try:
+        queues = a.queues()
+        await queues.create_queue("burst")
+        for _ in range(6):
+            await asyncio.gather(*(queues.put_message("burst", "x") for _ in range(500)))
+        account = queues.account_name  # type: ignore[attr-defined]
+    finally:
+        await a.aclose()
+    with psycopg.connect(postgres_dsn) as conn:  # one transaction: its own statistics, before any flush
+        (schema,) = conn.execute("SELECT table_schema FROM information_schema.tables WHERE table_name = "
+                                 "'queue_messages' AND starts_with(table_schema, %s)", (postgres_schema,)).fetchone()
+        analyzed = conn.execute("SELECT last_analyze, last_autoanalyze FROM pg_stat_user_tables WHERE "
+                                "schemaname = %s AND relname = 'queue_messages'", (schema,)).fetchone()
+        assert analyzed == (None, None)  # the case this is about
+        conn.execute(f'SET search_path TO "{schema}"')  # as the hosts' connections have it
+        taken = conn.execute("SELECT * FROM queue_receive(NULL, %s, %s, 16, 30, %s)", (account, "burst", "n")).fetchall()
+        (fetched,) = conn.execute("SELECT idx_tup_fetch FROM pg_stat_xact_user_tables WHERE schemaname = %s "
+                                  "AND relname = 'queue_messages'", (schema,)).fetchone()
+    assert len(taken) == 16
+    assert fetched <= 64  # the bitmap scan and sort fetched all 3,000
