@@ -135,13 +135,13 @@ class Server:
         self.server.stop()
 
 
-def open_client(server: Server, schema: str, data: Path) -> Any:
+def open_client(dsn: str, schema: str, data: Path) -> Any:
     """The backend a host opens, in this process: another host of the same deployment."""
     from funchost.clock import SystemClock
     from funchost.settings.app_settings import AppSettings
     from funchost.storage.host_storage import open_storage
 
-    settings = AppSettings({"FUNCHOST_POSTGRES": server.dsn, "FUNCHOST_POSTGRES_SCHEMA": schema}, environ={})
+    settings = AppSettings({"FUNCHOST_POSTGRES": dsn, "FUNCHOST_POSTGRES_SCHEMA": schema}, environ={})
     return open_storage("postgres", data, settings, SystemClock())
 
 
@@ -169,11 +169,11 @@ def stop_hosts(processes: list[subprocess.Popen[bytes]]) -> None:
             process.wait(timeout=10)
 
 
-async def funchost_round(server: Server, work: Path, messages: int, hosts: int,
-                         quiet: bool = False, src: Path | None = None, coroutine: bool = False) -> dict[str, float]:
-    schema = server.schema(f"drain-{hosts}")
-    app = write_app(work / "app", quiet=quiet, coroutine=coroutine)
-    storage = open_client(server, schema, work / "filler")
+async def fill(dsn: str, schema: str, data: Path, messages: int) -> None:
+    """`messages` messages on the queue `bench` of `schema`, put in parallel by a backend of this
+    process's funchost (of the baseline tree when run as `FILLER` with it first on the path: a
+    newer tree would migrate the schema past what the baseline's hosts accept)."""
+    storage = open_client(dsn, schema, data)
     try:
         service = storage.queues()
         await service.create_queue("bench")
@@ -181,17 +181,45 @@ async def funchost_round(server: Server, work: Path, messages: int, hosts: int,
         for start in range(0, messages, FILL_BATCH):
             await asyncio.gather(*(service.put_message("bench", text)
                                    for _ in range(min(FILL_BATCH, messages - start))))
+    finally:
+        await storage.aclose()
+
+
+FILLER = ("import asyncio, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+          "import postgres_queue_bench as b; "
+          "asyncio.run(b.fill(sys.argv[2], sys.argv[3], Path(sys.argv[4]), int(sys.argv[5])))")
+
+
+async def funchost_round(server: Server, work: Path, messages: int, hosts: int,
+                         quiet: bool = False, src: Path | None = None, coroutine: bool = False) -> dict[str, float]:
+    import psycopg
+    from psycopg import sql as pgsql
+
+    schema = server.schema(f"drain-{hosts}")
+    app = write_app(work / "app", quiet=quiet, coroutine=coroutine)
+    counter = await psycopg.AsyncConnection.connect(server.dsn, autocommit=True)
+    try:
         env = host_env(server, schema)
-        if src is not None:  # another source tree first on the hosts' path (before/after in one run)
+        if src is None:
+            await fill(server.dsn, schema, work / "filler", messages)
+        else:  # another source tree first on the path of the hosts and the filler (before/after in one run)
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src / "src"), env.get("PYTHONPATH")]))
+            subprocess.run([sys.executable, "-c", FILLER, str(ROOT), server.dsn, schema, str(work / "filler"),
+                            str(messages)], env=env, check=True)
         spawned = time.perf_counter()
         processes = [spawn_host(app, work / f"data-{i}", env, work / f"host-{i}.log") for i in range(hosts)]
 
         hosts_pids = [p.pid for p in processes]
         first: list[float] = []  # the hosts' and the server's CPU seconds at the first completion
 
-        async def remaining() -> int:
-            left = int((await service.get_queue_properties("bench")).approximate_message_count)
+        cursor = await counter.execute("SELECT table_schema FROM information_schema.tables WHERE table_name = "
+                                       "'queue_messages' AND (table_schema = %s OR starts_with(table_schema, %s))",
+                                       (schema, schema + "__"))
+        table = pgsql.SQL("{}.queue_messages").format(pgsql.Identifier((await cursor.fetchone() or ("",))[0]))
+
+        async def remaining() -> int:  # counted by SQL: a backend of this tree would migrate the schema
+            cursor = await counter.execute(pgsql.SQL("SELECT count(*) FROM {}").format(table))
+            left = int((await cursor.fetchone() or (0,))[0])
             if left < messages and not first:
                 first.extend([peers.tree_cpu(hosts_pids), peers.tree_cpu([server.postmaster]), left])
             return left
@@ -210,7 +238,7 @@ async def funchost_round(server: Server, work: Path, messages: int, hosts: int,
         finally:
             stop_hosts(processes)
     finally:
-        await storage.aclose()
+        await counter.close()
         server.drop(schema)
 
 
@@ -240,7 +268,7 @@ async def pickup_round(server: Server, work: Path, count: int, spacing: float, s
             return [(float(a), int(b)) for a, b in conn.execute(f"SELECT latency, pid FROM {table}")]
 
     app = write_app(work / "app", pickup=True)
-    storage = open_client(server, schema, work / "sender")
+    storage = open_client(server.dsn, schema, work / "sender")
     processes: list[subprocess.Popen[bytes]] = []
     try:
         service = storage.queues()

@@ -1,10 +1,23 @@
 """The threads that run `def` functions, as the worker's ThreadPoolExecutor does, made cheap.
 
 `loop.run_in_executor` costs a concurrent Future, an asyncio Future chained to it and one
-loop wake-up (a self-pipe write) per call. Here a call is one queue put, the caller awaits a
-plain loop future, and calls that finish close together are handed back with one wake-up.
-Threads start on demand up to `max_workers` and then stay, like ThreadPoolExecutor's; at
-interpreter exit idle threads are told to leave and running functions are waited for.
+loop wake-up (a self-pipe write) per call. Here a call is one deque append, the caller awaits a
+plain loop future, and outcomes are handed back to the loop together. Threads start on demand up
+to `max_workers` and then stay, like ThreadPoolExecutor's; at interpreter exit idle threads are
+told to leave and running functions are waited for.
+
+Waking a sleeping thread costs a futex call, a context switch and a turn of the GIL on each side,
+more than a short function itself. ThreadPoolExecutor wakes a thread per call, so a queue
+trigger's batch of sixteen quick `def` calls woke sixteen threads that then queued for the GIL
+behind the event loop. Here a call wakes a thread only when no thread is awake to take it: an
+awake thread runs the waiting calls one after another, and hands their outcomes to the loop in
+one wake-up when none is left. So that nothing waits behind a function that takes long (one that
+blocks), the loop looks again STARVING_AFTER after a call was queued for busy threads: it settles
+the outcomes waiting to be handed over, and if calls still wait and no thread took one meanwhile,
+it wakes (or starts) a thread per waiting call, up to `max_workers`, and looks again. At most
+`max_workers` functions run at once, as with ThreadPoolExecutor; a call queued behind busy
+threads starts, and a finished call followed on its thread by a long one is settled, up to
+STARVING_AFTER later than there (docs/deviations.md).
 """
 
 from __future__ import annotations
@@ -16,6 +29,10 @@ from collections import deque
 from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Any
+
+STARVING_AFTER = 0.001  # seconds: how long calls may wait while the awake threads take none
+
+Outcome = tuple[asyncio.Future[Any], bool, Any]  # the future, whether it returned, its value or exception
 
 _pools: weakref.WeakSet[FunctionThreadPool] = weakref.WeakSet()
 
@@ -34,12 +51,15 @@ class FunctionThreadPool:
             raise ValueError("max_workers must be at least 1")
         self.max_workers = max_workers
         self._prefix = name_prefix
-        self._work: SimpleQueue[tuple[Any, ...] | None] = SimpleQueue()
+        self._work: deque[tuple[Any, ...]] = deque()  # calls no thread has taken yet, oldest first
+        self._wakes: SimpleQueue[bool] = SimpleQueue()  # to sleeping threads: True look for calls, False leave
         self._threads: list[threading.Thread] = []
-        self._idle = 0
+        self._awake = 0  # threads running calls or about to look for one
+        self._taken = 0  # calls taken so far (the loop's second look compares it)
+        self._second_look: asyncio.TimerHandle | None = None
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._done: deque[tuple[asyncio.Future[Any], bool, Any]] = deque()
+        self._done: deque[Outcome] = deque()  # outcomes waiting to be settled on the loop
         self._wake_pending = False
         self._closed = False
         _pools.add(self)
@@ -56,17 +76,16 @@ class FunctionThreadPool:
         if self._loop is None or self._loop.is_closed():
             self._loop = loop
         future: asyncio.Future[Any] = loop.create_future()
-        self._work.put((loop, future, fn, args))
         with self._lock:
-            if self._idle > 0:
-                self._idle -= 1
-                return future
-            start = len(self._threads) < self.max_workers
-            if start:
-                thread = threading.Thread(target=self._worker, name=f"{self._prefix}_{len(self._threads)}")
-                self._threads.append(thread)
-        if start:
-            thread.start()
+            self._work.append((loop, future, fn, args))
+            if self._awake == 0:
+                starting = self._wake_one()
+            else:  # an awake thread takes it after what it runs now, unless that takes long
+                starting = None
+                if self._second_look is None:
+                    self._second_look = loop.call_later(STARVING_AFTER, self._look_again, self._taken)
+        if starting is not None:
+            starting.start()
         return future
 
     def shutdown(self) -> None:
@@ -76,41 +95,89 @@ class FunctionThreadPool:
                 return
             self._closed = True
             count = len(self._threads)
+            if self._second_look is not None:
+                self._second_look.cancel()
+                self._second_look = None
         for _ in range(count):
-            self._work.put(None)
+            self._wakes.put(False)
+
+    def _wake_one(self) -> threading.Thread | None:
+        """(Lock held.) Wake a sleeping thread, or make a new one for the caller to start once the
+        lock is released; None when every thread is awake already."""
+        if self._awake < len(self._threads):
+            self._awake += 1
+            self._wakes.put(True)
+            return None
+        if len(self._threads) < self.max_workers:
+            self._awake += 1
+            thread = threading.Thread(target=self._worker, name=f"{self._prefix}_{len(self._threads)}")
+            self._threads.append(thread)
+            return thread
+        return None
+
+    def _look_again(self, taken_before: int) -> None:
+        """On the loop, STARVING_AFTER after a call was queued for busy threads."""
+        self._deliver()  # outcomes a thread holds back while it runs the next call
+        starting: list[threading.Thread] = []
+        with self._lock:
+            self._second_look = None
+            waiting = len(self._work)
+            if not waiting or self._closed:
+                return
+            if self._taken == taken_before:  # the awake threads are all inside long functions
+                for _ in range(waiting):
+                    thread = self._wake_one()
+                    if thread is not None:
+                        starting.append(thread)
+                    elif self._awake >= len(self._threads):
+                        break  # every thread is busy: the calls wait for one, as in any pool
+            loop = self._loop
+            if loop is not None and not loop.is_closed():
+                self._second_look = loop.call_later(STARVING_AFTER, self._look_again, self._taken)
+        for thread in starting:
+            thread.start()
 
     # -- pool threads ----------------------------------------------------------------------------
 
     def _worker(self) -> None:
-        work = self._work
+        """Take calls until none waits, then sleep until woken (a thread starts awake)."""
+        work, lock, done = self._work, self._lock, self._done
         while True:
-            item = work.get()
-            if item is None:
+            while True:
+                with lock:
+                    if not work:
+                        self._awake -= 1
+                        break
+                    item = work.popleft()
+                    self._taken += 1
+                loop, future, fn, args = item
+                if future.cancelled():
+                    outcome: Outcome = (future, True, None)
+                else:
+                    try:
+                        outcome = (future, True, fn(*args))
+                    except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+                        outcome = (future, False, exc)
+                del item, fn, args
+                if loop is not self._loop:
+                    _call_soon(loop, _settle, outcome)
+                else:
+                    done.append(outcome)
+                    if not work:  # else handed over with the next ones (or by the loop's second look)
+                        self._hand_over(loop)
+                del outcome
+            if done:  # held back for a call another thread took meanwhile
+                self._hand_over(self._loop)
+            if not self._wakes.get():
                 return
-            loop, future, fn, args = item
-            if future.cancelled():
-                outcome: tuple[asyncio.Future[Any], bool, Any] = (future, True, None)
-            else:
-                try:
-                    outcome = (future, True, fn(*args))
-                except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
-                    outcome = (future, False, exc)
-            del item, fn, args
-            self._complete(loop, outcome)
-            del outcome
-            with self._lock:
-                self._idle += 1
 
-    def _complete(self, loop: asyncio.AbstractEventLoop, outcome: tuple[asyncio.Future[Any], bool, Any]) -> None:
-        if loop is not self._loop:
-            _call_soon(loop, _settle, outcome)
-            return
-        self._done.append(outcome)
+    def _hand_over(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        """Have the loop settle the waiting outcomes: one wake-up for all that finish together."""
         with self._lock:
             if self._wake_pending:
-                return  # a delivery is already scheduled and will see this outcome
+                return  # a delivery is already scheduled and will see these outcomes
             self._wake_pending = True
-        if not _call_soon(loop, self._deliver):
+        if loop is None or not _call_soon(loop, self._deliver):
             with self._lock:
                 self._wake_pending = False
 
@@ -123,7 +190,7 @@ class FunctionThreadPool:
             _settle(done.popleft())
 
 
-def _settle(outcome: tuple[asyncio.Future[Any], bool, Any]) -> None:
+def _settle(outcome: Outcome) -> None:
     future, ok, value = outcome
     if future.done():
         return  # cancelled by a timeout or by the host stopping

@@ -42,6 +42,52 @@ async def test_pool_runs_on_named_threads_and_bounds_concurrency() -> None:
     pool.shutdown()
 
 
+async def test_quick_calls_queued_together_are_run_by_the_thread_that_is_awake() -> None:
+    pool = FunctionThreadPool(max_workers=8)
+    names = await asyncio.gather(*[pool.run(lambda: threading.current_thread().name) for _ in range(16)])
+    assert len(names) == 16 and pool.thread_count == 1  # one thread woken, not one per call
+    for _ in range(20):  # bursts: still one thread, as long as it keeps up
+        await asyncio.gather(*[pool.run(lambda: None) for _ in range(16)])
+    assert pool.thread_count == 1
+    pool.shutdown()
+
+
+async def test_a_call_behind_a_long_function_starts_on_another_thread() -> None:
+    pool = FunctionThreadPool(max_workers=4)
+    release, started = threading.Event(), threading.Event()
+
+    def long() -> str:
+        started.set()
+        release.wait(5)
+        return threading.current_thread().name
+
+    first = pool.run(long)
+    await asyncio.to_thread(started.wait, 5)
+    behind = [pool.run(lambda: threading.current_thread().name) for _ in range(3)]
+    try:  # done while the long function still runs: the loop woke another thread for them
+        names = await asyncio.wait_for(asyncio.gather(*behind), 2)
+        assert not first.done()
+    finally:
+        release.set()
+    assert await asyncio.wait_for(first, 5) not in names and 2 <= pool.thread_count <= 4
+    pool.shutdown()
+
+
+async def test_a_finished_call_is_settled_while_its_thread_runs_a_long_one() -> None:
+    pool = FunctionThreadPool(max_workers=1)  # one thread: the long call runs right after the quick one
+    gate, release = threading.Event(), threading.Event()
+    quick = pool.run(gate.wait, 5)
+    long = pool.run(release.wait, 5)  # queued while the thread is busy: it runs next, on that thread
+    gate.set()
+    try:
+        assert await asyncio.wait_for(quick, 2) is True  # settled by the loop's second look
+        assert not long.done()
+    finally:
+        release.set()
+    assert await asyncio.wait_for(long, 5) is True
+    pool.shutdown()
+
+
 async def test_pool_propagates_exceptions_and_skips_cancelled_calls() -> None:
     pool = FunctionThreadPool(max_workers=1)
     gate = threading.Event()
