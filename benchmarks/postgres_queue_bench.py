@@ -20,7 +20,9 @@ fsync off); rounds interleaved target by target, each draining a queue filled be
 * ``funchost-pg-1-async`` (with ``--async-row``): funchost-pg-1 with the no-op an ``async def``,
   as pgqueuer's entrypoint is (a ``def`` function runs on a thread, as the Python worker runs it);
 * ``baseline-pg-1`` (with ``--baseline-src DIR``): funchost-pg-1 with the hosts run from another
-  source tree (``git archive <commit> src | tar -x -C DIR``), before/after in one run.
+  source tree (``git archive <commit> src | tar -x -C DIR``), before/after in one run; that tree
+  also fills the queue (a newer one would migrate the schema past what its hosts accept), and the
+  remaining count is read by SQL.
 
 The drain rate runs from the first completed message to the last (`queue_peers_bench.watch`, the
 remaining count from the queue's approximate count every 50 ms); CPU per message counts the draining
