@@ -26,8 +26,6 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from psycopg.pq import ExecStatus
-
 from funchost.clock import Clock
 from funchost.storage.durable import (
     ORCHESTRATION,
@@ -55,7 +53,6 @@ from funchost.storage.postgres.db import PgDatabase, server_time
 from funchost.storage.postgres.durable_group import Completion, CompletionGroup
 from funchost.storage.postgres.durable_session import COMMIT_SESSION
 
-TUPLES_OK = ExecStatus.TUPLES_OK
 FRESH = 0.1  # seconds an idle poll's next due time answers `next_visible` for
 
 
@@ -105,9 +102,9 @@ class PostgresTaskHub:
             args["h"] = await self._hub_id()
         async with self._database.connection() as conn:
             cursor = await conn.execute(statement, args, prepare=True)
-            # the result's status, not `cursor.description`, which builds a Column per column each call
+            # `pgresult.nfields`, not `description`: that builds a column object per field each call
             result = cursor.pgresult
-            return list(await cursor.fetchall()) if result is not None and result.status == TUPLES_OK else []
+            return list(await cursor.fetchall()) if result is not None and result.nfields else []
 
     async def _value(self, statement: str, args: dict[str, Any]) -> Any:
         rows = await self._rows(statement, args)
