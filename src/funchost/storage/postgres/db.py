@@ -127,6 +127,14 @@ class PgDatabase:
             raise StorageError(f"no PostgreSQL connection within 30s ({self.config.describe()})",
                                code="ServerBusy", status=503) from exc
 
+    async def rows(self, statement: str, args: dict[str, Any], *, prepare: bool | None = None) -> list[Any]:
+        """The rows of one statement on a pool connection (none for a statement without columns)."""
+        async with self.connection() as conn:
+            cursor = await conn.execute(statement, args, prepare=prepare)
+            # `pgresult.nfields`, not `description`: that builds a column object per field each call
+            result = cursor.pgresult
+            return list(await cursor.fetchall()) if result is not None and result.nfields else []
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Any]:
         """A connection inside one transaction, committed when the block ends without an error."""

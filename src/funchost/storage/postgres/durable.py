@@ -100,11 +100,7 @@ class PostgresTaskHub:
     async def _rows(self, statement: str, args: dict[str, Any], *, ready: bool = True) -> list[Any]:
         if ready:
             args["h"] = await self._hub_id()
-        async with self._database.connection() as conn:
-            cursor = await conn.execute(statement, args, prepare=True)
-            # `pgresult.nfields`, not `description`: that builds a column object per field each call
-            result = cursor.pgresult
-            return list(await cursor.fetchall()) if result is not None and result.nfields else []
+        return await self._database.rows(statement, args, prepare=True)
 
     async def _value(self, statement: str, args: dict[str, Any]) -> Any:
         rows = await self._rows(statement, args)

@@ -78,11 +78,7 @@ class PostgresQueueService:
 
     async def _fetch(self, statement: str, args: dict[str, Any]) -> list[Any]:
         await self._ready()
-        async with self._database.connection() as conn:
-            cursor = await conn.execute(statement, args)
-            # `pgresult.nfields`, not `description`: that builds a column object per field each call
-            result = cursor.pgresult
-            return list(await cursor.fetchall()) if result is not None and result.nfields else []
+        return await self._database.rows(statement, args)
 
     async def _exists(self, name: str) -> bool:
         return bool(await self._fetch(sql.EXISTS, self._args(name)))
