@@ -109,3 +109,31 @@ def test_json_output_is_ndjson_events(tmp_path: Path) -> None:
     user = next(e for e in events if e["message"] == "user says hello")
     assert user["invocationId"] == completed["invocationId"]
     assert user["category"] == "Function.hello.User"
+
+
+MODULES_APP = """
+import sys
+import azure.functions as func
+app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+@app.route(route="modules")
+def modules(req: func.HttpRequest) -> func.HttpResponse:
+    return func.HttpResponse("\\n".join(sorted(sys.modules)))
+"""
+
+
+def test_an_http_app_starts_without_what_it_does_not_use(tmp_path: Path) -> None:
+    """Start-up time: the other command groups, httpx (webhooks, the HTTP activity, the storage
+    endpoints' peer check) and the OpenTelemetry SDK load when something needs them, not at start.
+    The function runs in the host's process, so it sees what the host imported."""
+    app = write_app(tmp_path / "app", MODULES_APP)
+    host = start_funchost(app, data_dir=tmp_path / "data", env={"FUNCHOST_STORAGE_ENDPOINTS": "off"})
+    try:
+        loaded = set(httpx.get(f"{host.base_url}/api/modules", timeout=10).text.split())
+    finally:
+        code, output = stop_funchost(host)
+    assert code == 0, output
+    assert "funchost.cli.start" in loaded and "funchost.durable.service" in loaded  # a real answer
+    unused = {"httpx", "opentelemetry.sdk", "funchost.testing", "funchost.cli.events", "funchost.cli.queue",
+              "funchost.cli.servicebus"}
+    assert not unused & loaded, sorted(unused & loaded)

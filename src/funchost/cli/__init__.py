@@ -1,4 +1,5 @@
-"""The `funchost` command. Each subcommand group lives in its own module with `register()`."""
+"""The `funchost` command. Each subcommand group lives in its own module with `register()`,
+named after the group (`funchost queue ...` is `funchost.cli.queue`)."""
 
 from __future__ import annotations
 
@@ -25,14 +26,16 @@ COMMAND_MODULES = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command group, or of the group `only` (the others not even imported:
+    each imports what its commands need, and `funchost start` should not wait for the rest)."""
     parser = argparse.ArgumentParser(
         prog="funchost",
         description="Run and test Azure Functions Python v2 apps locally, with faithful triggers.",
     )
     parser.add_argument("--version", action="version", version=f"funchost {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in COMMAND_MODULES if only is None else (only,):
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -43,9 +46,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_module(argv: Sequence[str]) -> str | None:
+    """The module of the group `argv` names first, when it names one (else the full parser:
+    `--help`, `--version`, or a typo that argparse answers with the list of groups)."""
+    name = f"funchost.cli.{argv[0]}" if argv else ""
+    return name if name in COMMAND_MODULES else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else argv
+    parser = build_parser(_command_module(arguments))
+    args = parser.parse_args(arguments)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
-
 HTTP_ACTIVITY = "BuiltIn::HttpActivity"
 TIMEOUT = 100.0  # HttpClient's default timeout, in seconds
 
@@ -45,6 +43,8 @@ def _headers(raw: Any) -> tuple[dict[str, str], str]:
 
 async def call_http(input_text: str | None) -> tuple[bool, str]:
     """(True, DurableHttpResponse JSON) or (False, failure reason)."""
+    import httpx  # here: only apps that call HTTP from an orchestrator load it, not every start
+
     try:
         request = _request(input_text)
         if request.get("tokenSource"):

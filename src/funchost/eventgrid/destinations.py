@@ -15,9 +15,8 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import httpx
 from azure.functions.meta import Datum
 
 from funchost.clock import Clock
@@ -29,6 +28,9 @@ from funchost.runtime.faults import NO_FAULTS, FaultInjector
 from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.queue_send import send_message
 from funchost.storage.queues import QueueService
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("funchost.eventgrid")
 
@@ -156,16 +158,27 @@ def endpoint_hash(url: str) -> str:
 
 
 class WebhookSender:
-    """POSTs with the ``aeg-*`` headers after a one-time validation handshake per endpoint."""
+    """POSTs with the ``aeg-*`` headers after a one-time validation handshake per endpoint.
+    The HTTP client (and httpx) is loaded by the first webhook: a host without one never waits
+    for it at start."""
 
     def __init__(self, store: EventGridStore, clock: Clock, client: httpx.AsyncClient | None = None) -> None:
         self.store = store
         self.clock = clock
-        self.client = client or httpx.AsyncClient(timeout=httpx.Timeout(RESPONSE_TIMEOUT + 5))
+        self._client = client
         self._locks: dict[str, asyncio.Lock] = {}
 
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(RESPONSE_TIMEOUT + 5))
+        return self._client
+
     async def aclose(self) -> None:
-        await self.client.aclose()
+        if self._client is not None:
+            await self._client.aclose()
 
     async def send(self, sub: SubscriptionConfig, events: list[dict[str, Any]], schema: str,
                    delivery_count: int) -> Outcome:
@@ -201,6 +214,8 @@ class WebhookSender:
                    "content-type": "application/json; charset=utf-8"}
 
         async def handshake() -> Outcome:
+            import httpx
+
             try:
                 response = await self.client.post(url, content=json.dumps([event]), headers=headers)
             except httpx.HTTPError as exc:
@@ -223,6 +238,8 @@ class WebhookSender:
         return None
 
     async def _options_handshake(self, url: str) -> Outcome | None:
+        import httpx
+
         try:
             response = await self.client.options(url, headers={"WebHook-Request-Origin": "eventgrid.azure.net"})
         except httpx.HTTPError as exc:
@@ -234,6 +251,8 @@ class WebhookSender:
                        "the endpoint did not grant WebHook-Allowed-Origin")
 
     async def _post(self, url: str, body: Any, headers: dict[str, str]) -> Outcome:
+        import httpx
+
         try:
             response = await self.client.post(url, content=json.dumps(body), headers=headers)
         except httpx.HTTPError as exc:

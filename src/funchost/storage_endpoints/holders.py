@@ -15,12 +15,13 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from funchost.private_files import write_private_file
 from funchost.storage_endpoints.app import IDENTITY_PATH
+
+if TYPE_CHECKING:
+    import httpx
 
 IDENTITY_TIMEOUT = 2.0  # seconds for the identity request
 
@@ -94,6 +95,8 @@ def _alive(pid: int, started: object) -> bool:
 
 
 def _holder(response: httpx.Response | httpx.HTTPError, identity: str) -> Holder:
+    import httpx
+
     if isinstance(response, httpx.ConnectError):
         return Holder("free")
     if isinstance(response, httpx.HTTPError):
@@ -118,6 +121,8 @@ async def identify(root: Path | None, service: str, host: str, port: int, identi
     pid = recorded_server(root, service, port) if root is not None else None
     if pid is not None:
         return Holder("folder", identity, pid)
+    import httpx  # here: a host whose data folder records the holder never loads it (start-up time)
+
     try:
         async with httpx.AsyncClient(timeout=timeout) as client:
             return _holder(await client.get(f"http://{_address(host)}:{port}{IDENTITY_PATH}"), identity)
@@ -131,6 +136,8 @@ def identify_blocking(root: Path, service: str, host: str, port: int, identity: 
     pid = recorded_server(root, service, port)
     if pid is not None:
         return Holder("folder", identity, pid)
+    import httpx
+
     try:
         return _holder(httpx.get(f"http://{_address(host)}:{port}{IDENTITY_PATH}", timeout=timeout), identity)
     except httpx.HTTPError as exc:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from typing import TYPE_CHECKING
 
 from funchost.runtime.contracts import Runtime
@@ -29,11 +30,12 @@ class TelemetryService:
 
 
 async def start(runtime: Runtime) -> TelemetryService | None:
-    try:
-        from funchost.telemetry.pipeline import TelemetryPipeline
-    except ImportError:
-        return None  # no SDK: the piece's factory said so and made no pipeline
-    pipeline = runtime.services.find(TelemetryPipeline)
+    # A pipeline exists only if the piece's factory imported its module to make one: looked up,
+    # not imported, so a host without telemetry never loads the OpenTelemetry SDK (start-up time).
+    module = sys.modules.get("funchost.telemetry.pipeline")
+    if module is None:
+        return None
+    pipeline: TelemetryPipeline | None = runtime.services.find(module.TelemetryPipeline)
     if pipeline is None:
         return None
     await asyncio.to_thread(pipeline.start)

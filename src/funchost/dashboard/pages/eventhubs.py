@@ -6,13 +6,21 @@ The same figures as ``funchost eventhubs list`` and ``funchost eventhubs checkpo
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from funchost.dashboard.markup import Markup, join, table, tag
 from funchost.dashboard.page import NotFound, Page, View, uses_binding
 from funchost.storage.eventhubs import DEFAULT_CONSUMER_GROUP, EventHubNotFound
-from funchost.testing.eventhubs import EventHubTools
+
+if TYPE_CHECKING:
+    from funchost.testing.eventhubs import EventHubTools
 
 
 def _tools(view: View) -> EventHubTools:
+    # Imported when the page is drawn: the testing package loads its harness (and httpx), which
+    # a host's start should not wait for.
+    from funchost.testing.eventhubs import EventHubTools
+
     return EventHubTools(view.runtime)
 
 
