@@ -208,20 +208,29 @@ def stop(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
-def measure_startup(app_dir: Path, work: Path, runs: int) -> tuple[list[float], list[float]]:
-    """Wall time from spawn to the first served request, and the CPU time the process used by
-    then (what a busy machine does not stretch)."""
-    times, cpu = [], []
+def measure_startup(app_dir: Path, work: Path, runs: int,
+                    trees: dict[str, Path | None]) -> dict[str, tuple[list[float], list[float]]]:
+    """Per source tree (None: this one), the wall time from spawn to the first served request and
+    the CPU time the process used by then (what a busy machine does not stretch); the trees
+    alternate run by run, so load on the machine falls on each alike."""
+    found: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in trees}
     for index in range(runs):
-        port = free_port()
-        spawned = time.monotonic()
-        process = start_funchost(app_dir, work / f"startup-{index}", port)
-        try:
-            times.append((wait_ready(port) - spawned) * 1000)
-            cpu.append((cpu_seconds(process.pid) or 0.0) * 1000)
-        finally:
-            stop(process)
-    return times, cpu
+        for name, src in trees.items():
+            times, cpu = found[name]
+            port = free_port()
+            spawned = time.monotonic()
+            process = start_funchost(app_dir, work / f"startup-{name}-{index}", port, src)
+            try:
+                times.append((wait_ready(port) - spawned) * 1000)
+                cpu.append((cpu_seconds(process.pid) or 0.0) * 1000)
+            finally:
+                stop(process)
+    return found
+
+
+def _startup_summary(times: list[float], cpu: list[float]) -> dict[str, Any]:
+    return {"median": round(statistics.median(times), 1), "runs": [round(t, 1) for t in times],
+            "cpu_median": round(statistics.median(cpu), 1), "cpu_runs": [round(t, 1) for t in cpu]}
 
 
 def _wrk_ms(text: str) -> float:
@@ -300,7 +309,10 @@ def main() -> int:
         app_dir.mkdir()
         (app_dir / "function_app.py").write_text(APP)
         (app_dir / "host.json").write_text('{"version": "2.0"}')
-        startup, startup_cpu = measure_startup(app_dir, work, args.startup_runs)
+        trees: dict[str, Path | None] = {"funchost": None}
+        if args.baseline_src is not None:
+            trees["baseline"] = args.baseline_src.resolve()
+        startups = measure_startup(app_dir, work, args.startup_runs, trees)
 
         workers = os.cpu_count() or 2
         ports = {"bare": free_port(), "starlette": free_port(), "fastapi": free_port(), "fastapi-defaults": free_port(),
@@ -352,9 +364,7 @@ def main() -> int:
                         "load_average_start": load_start, "load_average_end": list(os.getloadavg())},
         "parameters": {"duration_s": args.duration, "connections": args.connections, "rounds": args.rounds,
                        "worker_processes": workers},
-        "startup_ms": {"median": round(statistics.median(startup), 1), "runs": [round(t, 1) for t in startup],
-                       "cpu_median": round(statistics.median(startup_cpu), 1),
-                       "cpu_runs": [round(t, 1) for t in startup_cpu]},
+        "startup_ms": _startup_summary(*startups["funchost"]),
     } | {name: summarize(rounds) for name, rounds in samples.items()}
     bare = result["bare"]["rps"]
     result["ratios"] = {
@@ -373,6 +383,7 @@ def main() -> int:
                                                                  / result["funchost-async"]["rps"], 3)
     if "baseline" in samples:
         result["baseline_src"] = str(args.baseline_src)
+        result["baseline_startup_ms"] = _startup_summary(*startups["baseline"])
         for suffix in ("", "-async"):
             current, before = result[f"funchost{suffix}"], result[f"baseline{suffix}"]
             result["ratios"][f"funchost{suffix}_vs_baseline"] = round(current["rps"] / before["rps"], 3)
@@ -400,6 +411,9 @@ def main() -> int:
     print(f"load average at start {load_start[0]:.2f}, at end {os.getloadavg()[0]:.2f}")
     print(f"start-up (spawn -> first response): {result['startup_ms']['median']:.0f} ms "
           f"(CPU {result['startup_ms']['cpu_median']:.0f} ms)")
+    if "baseline_startup_ms" in result:
+        print(f"start-up of the baseline tree: {result['baseline_startup_ms']['median']:.0f} ms "
+              f"(CPU {result['baseline_startup_ms']['cpu_median']:.0f} ms)")
     print(f"written to {RESULTS.relative_to(ROOT.parent)}")
     return 0
 
