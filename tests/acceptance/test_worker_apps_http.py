@@ -134,7 +134,10 @@ def two_processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
 
 @pytest.mark.parametrize("app", PROCESS_COUNT_APPS)
 def test_http_func_with_worker_process_count_2(two_processes: dict[str, WorkerAppHost], app: str) -> None:
-    assert served_together(two_processes[app])
+    # The processes share one listening socket: which one accepts a connection is the kernel's
+    # choice, and both connections of an attempt land on one process about half the time (then
+    # they are served one after the other). Ten attempts, not the worker's four: 1 in 1,000.
+    assert served_together(two_processes[app], attempts=10)
 
 
 # test_warmup_functions.py
