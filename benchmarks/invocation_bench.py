@@ -42,6 +42,11 @@ before/after ratio comes from one run on the same machine.
                           alternate off and on (at least 60 on), the figure is the median of each on
                           batch's CPU time less the mean of the off batches beside it, so load on
                           the machine moves both sides alike
+  lines-unbuffered-http / lines-unbuffered-queue   (--only; not run by default)
+                          the two lines on a console that writes each line through (stdout
+                          unbuffered: PYTHONUNBUFFERED, `python -u`; here a line-buffered
+                          /dev/null as the process's sys.stdout), where the lines of a loop's
+                          turns wait and go out together (`logs.ConsoleHandler`)
   history-path-http / history-path-queue   (--only; not run by default)
                           the history's cost on the invocation path alone: the same pairs with the
                           background writer stopped, each batch's records written after its time
@@ -86,7 +91,8 @@ SCENARIOS = ("executor-async", "executor-async-timeout", "http-async", "http-asy
              "servicebus-message", "servicebus-batch", "eventhubs-event", "eventhubs-batch")
 # What the dashboard's history and the two console lines add, each measured on and off in one
 # process, batch by batch (not a default scenario: name them with --only).
-PAIRED = ("history-http", "history-queue", "lines-http", "lines-queue", "history-path-http", "history-path-queue")
+PAIRED = ("history-http", "history-queue", "lines-http", "lines-queue", "history-path-http", "history-path-queue",
+          "lines-unbuffered-http", "lines-unbuffered-queue")
 PEERS = ("fastapi-hello",)  # the same request through FastAPI's ASGI app (--only; not run by default)
 PAIRED_BATCH = 500  # calls per batch: the recorder's batch, written (flushed) inside the batch's time
 PAIRED_BATCHES = 120  # batches per paired figure, half on and half off: fewer left the medians within ±2 µs
@@ -416,7 +422,11 @@ async def paired(name: str, calls: int) -> float:
         observers = invoker._observers
         recorder = host.runtime.services.find(HistoryRecorder)
         results = logging.getLogger("funchost.results")
-        if what == "lines":
+        real_stdout = sys.stdout
+        if what == "lines" and "-unbuffered-" in name:
+            sys.stdout = open(os.devnull, "w", buffering=1)  # noqa: SIM115 - the process's console for the run
+            logs.configure("text")
+        elif what == "lines":
             logs.configure("text", stream=open(os.devnull, "w"))  # noqa: SIM115 - the console for the run
 
         async def toggle(on: bool) -> None:
@@ -439,6 +449,7 @@ async def paired(name: str, calls: int) -> float:
         finally:
             if what == "lines":
                 logging.getLogger().handlers.clear()
+                sys.stdout = real_stdout  # the child's result is printed there
 
     global cpu_per_call
     original, cpu_per_call = cpu_per_call, measure  # type: ignore[assignment]

@@ -167,7 +167,8 @@ def _out(console: ConsoleHandler, line: str) -> bool:
         loop = _running_loop()
         if loop is not None:
             console.queue_line(line, loop)
-            _deferring = console
+            if not console.orders_user_output:  # else the app's own writes put the lines first
+                _deferring = console
             return True
     return console.write_line(line)
 
@@ -177,7 +178,8 @@ _deferring: ConsoleHandler | None = None  # the console lines have waited in
 
 def before_user_code() -> None:
     """Write the invocation lines still waiting, so that what a function prints or writes to the
-    console comes after its Executing line (called on the thread that runs the function)."""
+    console comes after its Executing line (called on the thread that runs the function). Nothing
+    to do for the process's console, whose waiting lines the app's writes put first (`user_output`)."""
     console = _deferring
     if console is not None:
         console.write_waiting()

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
+from funchost import user_output
 from funchost.invocation.context import current_invocation
 
 _LEVELS = {"Trace": 5, "Debug": logging.DEBUG, "Information": logging.INFO, "Warning": logging.WARNING,
@@ -145,8 +146,9 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
     On a stream that writes every line through (PYTHONUNBUFFERED, `python -u`, line buffering:
     `defers`), the invocations' Executing/Executed lines (`direct_lines`) written on an event loop
     wait in `waiting` and go out in one write: LINES_DELAY after the first of them at the latest,
-    before any other line (`emit`, `print_line`), before user code runs (`write_waiting`, called by
-    the executor: what a function prints comes after its Executing line) and on `flush`. Written
+    before any other line (`emit`, `print_line`), before what the app writes to sys.stdout or
+    sys.stderr (`user_output`, for the console of `configure`; for another, before user code runs:
+    `write_waiting`, called by the executor) and on `flush`. Written
     one by one, each line costs a write system call that also hands the GIL to other threads and
     back; so an HTTP request's Executed line goes out with the next request's Executing line.
     """
@@ -162,6 +164,7 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
         self._flusher: threading.Thread | None = None
         self.waiting: deque[str] = deque()  # appended on the loop, taken under the lock by any thread
         self._turn_end: asyncio.AbstractEventLoop | None = None  # the loop a write of them is scheduled on
+        self.orders_user_output = False  # the app's sys.stdout/sys.stderr write the waiting lines first
 
     def queue_line(self, line: str, loop: asyncio.AbstractEventLoop) -> None:
         """A line formatted elsewhere (`direct_lines`), on `loop`'s thread: written with the
@@ -301,10 +304,13 @@ def _is_terminal(stream: TextIO) -> bool:
 def configure(output: str = "text", levels: Mapping[str, str] | None = None,
               stream: TextIO | None = None) -> logging.Handler:
     """Install the console handler on the root logger (replacing an earlier one of ours)."""
-    handler = ConsoleHandler(stream or sys.stdout)
+    handler = ConsoleHandler(stream or user_output.unwrapped(sys.stdout))
     handler.setFormatter(JsonFormatter() if output == "json" else TextFormatter())
     handler.addFilter(CategoryFilter(levels or {}))
     handler.set_name("funchost-console")
+    if stream is None and handler.defers:  # the process's console: what the app prints follows the lines
+        user_output.order_behind(handler)
+        handler.orders_user_output = True
     root = logging.getLogger()
     for existing in list(root.handlers):
         if existing.get_name() == "funchost-console":

@@ -27,6 +27,11 @@ def hello(req: func.HttpRequest) -> func.HttpResponse:
     logging.info("user says hello")
     return func.HttpResponse("hi")
 
+@app.route(route="printing")
+async def printing(req: func.HttpRequest) -> func.HttpResponse:
+    print("printed by the function")
+    return func.HttpResponse("printed")
+
 @app.route(route="fail")
 async def fail(req: func.HttpRequest) -> func.HttpResponse:
     raise ValueError("broken on purpose")
@@ -78,6 +83,7 @@ def test_text_output_has_invocation_lines_and_tagged_user_logs(tmp_path: Path) -
     host = start_funchost(tmp_path / "app", data_dir=tmp_path / "data")
     try:
         assert httpx.get(f"{host.base_url}/api/hello").text == "hi"
+        assert httpx.get(f"{host.base_url}/api/printing").text == "printed"
         assert httpx.get(f"{host.base_url}/api/fail").status_code == 500
         assert host.wait_for_output("Executed 'Functions.fail' (Failed")
     finally:
@@ -88,6 +94,9 @@ def test_text_output_has_invocation_lines_and_tagged_user_logs(tmp_path: Path) -
     assert executed and "Duration=" in executed[0]
     invocation_id = executed[0].split("Id=")[1].split(",")[0]
     assert f"[Functions.hello Id={invocation_id}] user says hello" in output
+    # What a function prints comes between its two lines (stdout is unbuffered: the lines wait).
+    assert output.index("Executing 'Functions.printing'") < output.index("printed by the function") \
+        < output.index("Executed 'Functions.printing'")
     assert "ValueError: broken on purpose" in output
     assert "Host stopped." in output
 

@@ -246,6 +246,14 @@ async def printing_async(msg: str) -> None:
 @app.queue_trigger(arg_name="msg", queue_name="printing-s", connection="AzureWebJobsStorage")
 def printing_sync(msg: str) -> None:
     print("printed by", msg)
+
+@app.queue_trigger(arg_name="msg", queue_name="silent-s", connection="AzureWebJobsStorage")
+def silent_sync(msg: str) -> None:
+    return None
+
+@app.queue_trigger(arg_name="msg", queue_name="silent-a", connection="AzureWebJobsStorage")
+async def silent_async(msg: str) -> None:
+    return None
 """
 
 
@@ -311,3 +319,69 @@ def test_the_middleware_writes_directly_what_logging_writes(ndjson: bool) -> Non
         assert json.loads(direct[0])["details"]["DequeueCount"] == 2 and json.loads(direct[1])["durationMs"] == 1.234
     else:
         assert [line.split("] ", 1)[1] for line in direct] == [message for message, _ in LINES]
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_on_the_process_console_what_a_function_prints_puts_the_waiting_lines_first(
+        tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The console `configure` makes on an unbuffered sys.stdout: the executor no longer writes
+    the waiting lines before each function (a write system call per invocation); the app's own
+    writes to sys.stdout and sys.stderr put them first."""
+    from azure.functions.meta import Datum
+
+    from funchost import user_output
+    from funchost.invocation.contracts import InvocationRequest
+    from funchost.testing import HostHarness, write_app
+
+    writes: list[str] = []
+
+    class Recording(io.TextIOWrapper):
+        def write(self, text: str) -> int:
+            writes.append(text)
+            return len(text)
+
+    write_app(tmp_path / "app", FUNCTIONS)
+    root = logging.getLogger()
+    saved, level = list(root.handlers), root.level
+    monkeypatch.setattr(logs, "LINES_DELAY", 60.0)  # the lines wait for a write, not for the timer
+    async with HostHarness(tmp_path / "app") as host:
+        monkeypatch.setattr(sys, "stdout", Recording(io.BytesIO(), write_through=True))
+        monkeypatch.setattr(sys, "stderr", sys.stdout)
+        root.handlers.clear()
+        handler = logs.configure("text")
+
+        async def invoke(function: str, n: int) -> None:
+            request = InvocationRequest(function=host.runtime.functions[function],
+                                        trigger_value=Datum(f"m{n}", "string"), reason="test")
+            assert (await host.runtime.invoker.invoke(request)).succeeded
+
+        try:
+            assert handler.defers and handler.orders_user_output
+            assert isinstance(sys.stdout, user_output.OrderedStream)  # print() goes through it
+            for n in range(3):
+                await invoke(f"silent_{kind}", n)
+            assert writes == []  # six lines waiting: the executor wrote none of them before a call
+            for n in range(3):
+                await invoke(f"printing_{kind}", n)
+            handler.flush()
+        finally:
+            handler.close()
+            root.handlers[:] = saved
+            root.setLevel(level)
+    lines = [line.split("] ", 1)[-1].split(" (")[0] for line in "".join(writes).splitlines()]
+    assert lines == [item for n in range(3) for item in (f"Executing 'Functions.silent_{kind}'",
+                                                         f"Executed 'Functions.silent_{kind}'")] + \
+        [item for n in range(3) for item in
+         (f"Executing 'Functions.printing_{kind}'", f"printed by m{n}", f"Executed 'Functions.printing_{kind}'")]
+
+
+def test_an_ordered_stream_is_the_stream_it_wraps_for_everything_else() -> None:
+    from funchost import user_output
+
+    inner = io.StringIO()
+    stream = user_output.OrderedStream(inner)
+    assert stream.write("a") == 1
+    stream.writelines(["b", "c"])
+    assert inner.getvalue() == "abc" and stream.getvalue() == "abc"  # type: ignore[attr-defined]
+    assert user_output.unwrapped(stream) is inner  # type: ignore[arg-type]
+    assert user_output.unwrapped(inner) is inner
