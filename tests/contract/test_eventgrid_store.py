@@ -79,6 +79,24 @@ async def test_a_leased_row_is_not_due_for_anyone_else(eventgrid_store: EventGri
     assert sorted(r.event["id"] for r in later) == ["ev-0", "ev-1", "ev-2"]
 
 
+async def test_the_next_due_time_is_the_earliest_of_waiting_and_leased_rows(eventgrid_store: EventGridStore) -> None:
+    await eventgrid_store.append("t", "EventGridSchema", [event(i, "a") for i in range(3)], NOW)
+    first, second, third = await eventgrid_store.lease_due("h", NOW, 60.0, limit=3)
+    assert await eventgrid_store.update("h", [(first.id, {"next_attempt": NOW + 100}),
+                                              (second.id, {"next_attempt": NOW + 30})]) == 2
+    assert await eventgrid_store.next_due() == NOW + 30  # a released row waiting for its retry
+    assert await eventgrid_store.update("h", [(second.id, {"state": DELIVERED})]) == 0  # released already
+    assert [r.id for r in await eventgrid_store.lease_due("h", NOW + 30, 60.0, limit=3)] == [second.id]
+    # Leased until NOW + 90 (the third until NOW + 60): the third's lease ends first.
+    assert await eventgrid_store.next_due() == NOW + 60
+    assert await eventgrid_store.update("h", [(third.id, {"state": DELIVERED}), (second.id, {"state": DELIVERED})]) == 2
+    assert await eventgrid_store.next_due() == NOW + 100  # only the first is left, waiting
+    assert await eventgrid_store.update("h", [(first.id, {"state": DELIVERED})]) == 0  # not leased: no change
+    [row] = await eventgrid_store.lease_due("h", NOW + 100, 60.0, limit=3)
+    assert await eventgrid_store.update("h", [(row.id, {"state": DELIVERED})]) == 1
+    assert await eventgrid_store.next_due() is None
+
+
 async def test_updates_apply_only_to_rows_the_owner_still_holds(eventgrid_store: EventGridStore,
                                                                 other: EventGridStore) -> None:
     await eventgrid_store.append("t", "EventGridSchema", [event(1, "a"), event(2, "a")], NOW)

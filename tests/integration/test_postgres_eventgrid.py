@@ -124,3 +124,22 @@ async def test_a_lease_reads_only_the_deliveries_it_takes_however_stale_the_stat
                                   "AND relname = 'eg_deliveries'", (schema,)).fetchone()
     assert [row[2] for row in taken] == sorted(row[2] for row in taken) and len(taken) == 16  # oldest first
     assert fetched <= 64  # the bitmap scan and sort fetched all 3,000
+
+
+async def test_the_next_due_time_reads_a_row_or_two_of_a_long_wait(hosts: list[HostStorage], postgres_dsn: str,
+                                                                   postgres_schema: str) -> None:
+    """Deliveries waiting out their retry delays: the engine asks when the next one falls due
+    every second, and the answer comes from the head of the due index, not a read of all of them."""
+    import psycopg
+
+    store = hosts[0].eventgrid_store()
+    await store.append("t", "EventGridSchema", [event(i) for i in range(3000)], time.time() + 600)
+    with psycopg.connect(postgres_dsn) as conn:
+        (schema,) = conn.execute("SELECT table_schema FROM information_schema.tables WHERE table_name = "
+                                 "'eg_deliveries' AND starts_with(table_schema, %s)", (postgres_schema,)).fetchone()
+        conn.execute(f'SET search_path TO "{schema}"')
+        (due,) = conn.execute("SELECT eg_next_due()").fetchone()
+        fetched, scanned = conn.execute("SELECT idx_tup_fetch, seq_tup_read FROM pg_stat_xact_user_tables "
+                                        "WHERE schemaname = %s AND relname = 'eg_deliveries'", (schema,)).fetchone()
+        assert (due,) == conn.execute("SELECT min(next_attempt) FROM eg_deliveries").fetchone()
+    assert fetched + scanned <= 8  # the aggregate over every waiting row read all 3,000

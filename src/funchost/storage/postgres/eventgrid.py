@@ -107,10 +107,33 @@ BEGIN
     RETURNING {_COLUMNS};
 END $$;
 """
-MIGRATIONS = [_TABLES, _LEASE_DUE_FUNCTION]
 _LEASE_DUE = "SELECT * FROM eg_lease_due(%(now)s, %(limit)s, %(owner)s, %(until)s)"
-_NEXT_DUE = (f"SELECT min(greatest(next_attempt, coalesce(lease_until, 0))) FROM eg_deliveries "
-             f"WHERE state IN ('{PENDING}', '{DEADLETTERING}')")
+# When the next delivery falls due: the earliest `greatest(next_attempt, lease_until)` of the
+# waiting rows, without reading them all (it is asked whenever a lease finds nothing due, so
+# every second on each host while deliveries wait out their retry delays). Rows not leased past
+# their attempt time come first in the due index; rows leased past it (attempts in flight, or a
+# dead host's) are found through a partial index that holds only leased rows (an outcome releases
+# the lease). A server function with `enable_sort` off, for the lease's reason above.
+_NEXT_DUE_FUNCTION = f"""
+CREATE INDEX eg_deliveries_leased ON eg_deliveries (lease_until)
+    WHERE state IN ('{PENDING}', '{DEADLETTERING}') AND lease_until IS NOT NULL;
+CREATE FUNCTION eg_next_due() RETURNS float8
+LANGUAGE plpgsql STABLE SET enable_sort = off AS $$
+DECLARE
+    free float8;
+    leased float8;
+BEGIN
+    SELECT x.next_attempt INTO free FROM eg_deliveries x
+    WHERE x.state IN ('{PENDING}', '{DEADLETTERING}') AND (x.lease_until IS NULL OR x.lease_until <= x.next_attempt)
+    ORDER BY x.next_attempt, x.id LIMIT 1;
+    SELECT min(x.lease_until) INTO leased FROM eg_deliveries x
+    WHERE x.state IN ('{PENDING}', '{DEADLETTERING}') AND x.lease_until IS NOT NULL
+      AND x.lease_until > x.next_attempt;
+    RETURN least(free, leased);
+END $$;
+"""
+MIGRATIONS = [_TABLES, _LEASE_DUE_FUNCTION, _NEXT_DUE_FUNCTION]
+_NEXT_DUE = "SELECT eg_next_due()"
 _INSERT_EVENT = ("INSERT INTO eg_events(topic, schema, event_id, body, size, published) "
                  "VALUES (%s, %s, %s, %s, %s, %s) RETURNING seq")
 _INSERT_DELIVERY = ("INSERT INTO eg_deliveries(subscription, event_seq, state, max_attempts, next_attempt, expires) "
