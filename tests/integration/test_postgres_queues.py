@@ -163,7 +163,7 @@ async def test_the_wake_ups_of_the_other_shared_services_reach_the_other_host(
         await b.aclose()
 
 
-async def test_a_receive_reads_only_the_messages_it_takes_however_stale_the_statistics(
+async def test_a_receive_and_a_peek_read_only_the_messages_they_return_however_stale_the_statistics(
         tmp_path: Path, postgres_dsn: str, postgres_schema: str) -> None:
     """A queue filled in a burst right after its table was made has no statistics yet (autovacuum
     looks a minute later at the soonest); the planner then took the table for nearly empty and
@@ -187,8 +187,12 @@ async def test_a_receive_reads_only_the_messages_it_takes_however_stale_the_stat
                                 "schemaname = %s AND relname = 'queue_messages'", (schema,)).fetchone()
         assert analyzed == (None, None)  # the case this is about
         conn.execute(f'SET search_path TO "{schema}"')  # as the hosts' connections have it
+        fetches = ("SELECT idx_tup_fetch FROM pg_stat_xact_user_tables WHERE schemaname = %s "
+                   "AND relname = 'queue_messages'", (schema,))
+        peeked = conn.execute("SELECT * FROM queue_peek(NULL, %s, %s, 32)", (account, "burst")).fetchall()
+        (fetched_by_peek,) = conn.execute(*fetches).fetchone()
         taken = conn.execute("SELECT * FROM queue_receive(NULL, %s, %s, 16, 30, %s)", (account, "burst", "n")).fetchall()
-        (fetched,) = conn.execute("SELECT idx_tup_fetch FROM pg_stat_xact_user_tables WHERE schemaname = %s "
-                                  "AND relname = 'queue_messages'", (schema,)).fetchone()
-    assert len(taken) == 16
-    assert fetched <= 64  # the bitmap scan and sort fetched all 3,000
+        (fetched,) = conn.execute(*fetches).fetchone()
+    assert len(peeked) == 32 and [row[0] for row in taken] == [row[0] for row in peeked[:16]]  # the same order
+    assert fetched_by_peek <= 64  # a peek too: reading the index in order
+    assert fetched - fetched_by_peek <= 64  # the bitmap scan and sort fetched all 3,000

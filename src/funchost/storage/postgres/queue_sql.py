@@ -42,7 +42,6 @@ _T = f"WITH t AS MATERIALIZED (SELECT {NOW_SQL} AS now)"
 NOW = "(SELECT now FROM t)"
 QUEUE = "(SELECT queue_id FROM queues WHERE account = %(a)s AND name = %(n)s)"
 LIVE = f"(m.expires_at IS NULL OR m.expires_at > {NOW})"
-MESSAGE = "m.seq, m.id_prefix, m.content, m.inserted_at, m.expires_at, m.visible_at, m.dequeue_count, m.pop_receipt"
 
 CREATE = (f"{_T} INSERT INTO queues(account, name, metadata, created_at) "
           f"SELECT %(a)s, %(n)s, %(m)s, now FROM t ON CONFLICT (account, name) DO NOTHING RETURNING queue_id")
@@ -94,14 +93,36 @@ BEGIN
               m.pop_receipt;
 END $$;
 """
-MIGRATIONS = [_TABLES, _RECEIVE_FUNCTION]
+# A peek: the receive's choice of messages without taking them, a server function (step 3) for
+# the same reason (the statement read and sorted every visible message of a queue without
+# statistics; the CLI, the dashboard and the SDKs' peek call it).
+_PEEK_FUNCTION = """
+CREATE FUNCTION queue_peek(p_now float8, a text, n text, lim integer)
+RETURNS TABLE (o_seq bigint, o_id_prefix text, o_content text, o_inserted_at float8, o_expires_at float8,
+               o_visible_at float8, o_dequeue_count integer, o_pop_receipt text)
+LANGUAGE plpgsql STABLE SET enable_sort = off AS $$
+DECLARE
+    v_now float8 := coalesce(p_now, extract(epoch FROM clock_timestamp()));
+    q bigint;
+BEGIN
+    SELECT queue_id INTO q FROM queues WHERE account = a AND name = n;
+    IF q IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT m.seq, m.id_prefix, m.content, m.inserted_at, m.expires_at, m.visible_at, m.dequeue_count,
+           m.pop_receipt
+    FROM queue_messages m
+    WHERE m.queue_id = q AND m.visible_at <= v_now AND (m.expires_at IS NULL OR m.expires_at > v_now)
+    ORDER BY m.visible_at, m.seq LIMIT lim;
+END $$;
+"""
+MIGRATIONS = [_TABLES, _RECEIVE_FUNCTION, _PEEK_FUNCTION]
 
 RECEIVE = "SELECT * FROM queue_receive(%(now)s, %(a)s, %(n)s, %(max)s, %(vt)s, %(nonce)s)"
+PEEK = "SELECT * FROM queue_peek(%(now)s, %(a)s, %(n)s, %(max)s)"
 
 PURGE = f"{_T} DELETE FROM queue_messages WHERE expires_at <= {NOW}"
-
-PEEK = (f"{_T} SELECT {MESSAGE} FROM queue_messages m WHERE m.queue_id = {QUEUE} "
-        f"AND m.visible_at <= {NOW} AND {LIVE} ORDER BY m.visible_at, m.seq LIMIT %(max)s")
 
 # The update fenced by the receipt and the expiry: no row back = one of the errors `CLASSIFY` tells.
 UPDATE = (f"{_T} UPDATE queue_messages m SET visible_at = t.now + %(vt)s, pop_receipt = %(new)s, "
