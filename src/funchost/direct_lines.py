@@ -161,12 +161,11 @@ def write_json(level: int, message: str, keys: tuple[str, ...], values: tuple[An
 
 def _out(console: ConsoleHandler, line: str) -> bool:
     """On an event loop, to the waiting lines of a console that writes each line through (written
-    with the others of the loop's turn: `ConsoleHandler`); else written now."""
+    with the others of the next LINES_DELAY: `ConsoleHandler`); else written now."""
     global _deferring
     if console.defers:
-        loop = _running_loop()
-        if loop is not None:
-            console.queue_line(line, loop)
+        if _running_loop() is not None:
+            console.queue_line(line)
             if not console.orders_user_output:  # else the app's own writes put the lines first
                 _deferring = console
             return True

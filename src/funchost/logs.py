@@ -8,12 +8,10 @@ invocation id through a context variable.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import sys
 import threading
-import time
 from collections import deque
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -131,7 +129,7 @@ def camel_key(key: str) -> str:
 
 
 FLUSH_INTERVAL = 0.1  # seconds a console line may wait in the buffer when stdout is not a terminal
-LINES_DELAY = 0.002  # seconds the invocation lines may wait on an event loop (`ConsoleHandler.queue_line`)
+LINES_DELAY = 0.002  # seconds the invocation lines may wait for more (`ConsoleHandler.queue_line`)
 
 
 class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -145,12 +143,12 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     On a stream that writes every line through (PYTHONUNBUFFERED, `python -u`, line buffering:
     `defers`), the invocations' Executing/Executed lines (`direct_lines`) written on an event loop
-    wait in `waiting` and go out in one write: LINES_DELAY after the first of them at the latest,
-    before any other line (`emit`, `print_line`), before what the app writes to sys.stdout or
-    sys.stderr (`user_output`, for the console of `configure`; for another, before user code runs:
-    `write_waiting`, called by the executor) and on `flush`. Written
-    one by one, each line costs a write system call that also hands the GIL to other threads and
-    back; so an HTTP request's Executed line goes out with the next request's Executing line.
+    wait in `waiting` and go out in one write: written by the flusher LINES_DELAY after the first
+    of them (a thread, not a timer of the loop: a function that blocks the loop does not hold back
+    its own Executing line), before any other line (`emit`, `print_line`), before what the app
+    writes to sys.stdout or sys.stderr (`user_output`, for the console of `configure`; for another,
+    before user code runs: `write_waiting`, called by the executor) and on `flush`. Written one by
+    one, each line costs a write system call that also hands the GIL to other threads and back.
     """
 
     def __init__(self, stream: TextIO) -> None:
@@ -160,23 +158,22 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
                                              or getattr(stream, "line_buffering", False))
         self._dirty = False
         self._wake = threading.Event()
+        self._stopping = threading.Event()  # ends the flusher's wait at once (set with `_closing`)
         self._closing = False
         self._flusher: threading.Thread | None = None
         self.waiting: deque[str] = deque()  # appended on the loop, taken under the lock by any thread
-        self._turn_end: asyncio.AbstractEventLoop | None = None  # the loop a write of them is scheduled on
+        self._lines_due = False  # the flusher was woken for the waiting lines
         self.orders_user_output = False  # the app's sys.stdout/sys.stderr write the waiting lines first
 
-    def queue_line(self, line: str, loop: asyncio.AbstractEventLoop) -> None:
-        """A line formatted elsewhere (`direct_lines`), on `loop`'s thread: written with the
-        others waiting (class docstring)."""
+    def queue_line(self, line: str) -> None:
+        """A line formatted elsewhere (`direct_lines`): written with the others waiting (class
+        docstring). Appended before the flag is read: a flusher that cleared the flag writes it."""
         self.waiting.append(line)
-        if self._turn_end is not loop:  # (a loop closed before the write is not waited for)
-            self._turn_end = loop
-            loop.call_later(LINES_DELAY, self._at_turn_end)
-
-    def _at_turn_end(self) -> None:
-        self._turn_end = None
-        self.write_waiting()
+        if not self._lines_due:
+            self._lines_due = True
+            if self._flusher is None:
+                self._start_flusher()
+            self._wake.set()
 
     def write_waiting(self) -> None:
         """Write the waiting lines now (after a write of them another thread has begun)."""
@@ -251,6 +248,7 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
         # flusher needs to finish, so joining here would wait out the timeout.
         self.write_waiting()
         self._closing = True
+        self._stopping.set()
         self._wake.set()
         super().close()
 
@@ -261,6 +259,7 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     def _stop_flusher(self) -> None:
         self._closing = True
+        self._stopping.set()
         self._wake.set()
         flusher = self._flusher
         if flusher is not None and flusher is not threading.current_thread():
@@ -271,7 +270,8 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self._wake.wait()
             self._wake.clear()
             if not self._closing:
-                time.sleep(FLUSH_INTERVAL)
+                self._stopping.wait(LINES_DELAY if self.defers else FLUSH_INTERVAL)
+            self._lines_due = False  # before the write: a line queued from now on wakes us again
             try:
                 self.flush()
             except (OSError, ValueError):  # the stream was closed under us

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -19,6 +20,7 @@ from funchost.testing import write_app
 
 LOGGING_APP = """
 import logging
+import time
 import azure.functions as func
 app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 
@@ -26,6 +28,11 @@ app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 def hello(req: func.HttpRequest) -> func.HttpResponse:
     logging.info("user says hello")
     return func.HttpResponse("hi")
+
+@app.route(route="blocking")
+async def blocking(req: func.HttpRequest) -> func.HttpResponse:
+    time.sleep(3)  # blocks the event loop, as a mistaken async function does
+    return func.HttpResponse("done")
 
 @app.route(route="printing")
 async def printing(req: func.HttpRequest) -> func.HttpResponse:
@@ -99,6 +106,22 @@ def test_text_output_has_invocation_lines_and_tagged_user_logs(tmp_path: Path) -
         < output.index("Executed 'Functions.printing'")
     assert "ValueError: broken on purpose" in output
     assert "Host stopped." in output
+
+
+def test_a_function_that_blocks_the_loop_has_its_executing_line_out_while_it_runs(tmp_path: Path) -> None:
+    """The lines wait up to 2 ms for more (stdout is unbuffered here); the console's own thread
+    writes them, so a function that blocks the event loop does not hold back its Executing line."""
+    write_app(tmp_path / "app", LOGGING_APP)
+    host = start_funchost(tmp_path / "app", data_dir=tmp_path / "data")
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            answer = pool.submit(httpx.get, f"{host.base_url}/api/blocking", timeout=30)
+            assert host.wait_for_output("Executing 'Functions.blocking'", timeout=2.5)
+            assert not answer.done()  # still running
+            assert answer.result().text == "done"
+    finally:
+        code, output = stop_funchost(host)
+    assert code == 0, output
 
 
 def test_json_output_is_ndjson_events(tmp_path: Path) -> None:
