@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from tests.support.postgres_hosts import enter_schema_of, rows_read
 
 from funchost.clock import SystemClock
 from funchost.settings.app_settings import AppSettings
@@ -112,16 +113,10 @@ async def test_a_lease_reads_only_the_deliveries_it_takes_however_stale_the_stat
     store = hosts[0].eventgrid_store()
     await store.append("t", "EventGridSchema", [event(i) for i in range(3000)], time.time() - 1)
     with psycopg.connect(postgres_dsn) as conn:  # one transaction: its own statistics, before any flush
-        (schema,) = conn.execute("SELECT table_schema FROM information_schema.tables WHERE table_name = "
-                                 "'eg_deliveries' AND starts_with(table_schema, %s)", (postgres_schema,)).fetchone()
-        analyzed = conn.execute("SELECT last_analyze, last_autoanalyze FROM pg_stat_user_tables WHERE "
-                                "schemaname = %s AND relname = 'eg_deliveries'", (schema,)).fetchone()
-        assert analyzed == (None, None)  # the case this is about
-        conn.execute(f'SET search_path TO "{schema}"')  # as the hosts' connections have it
+        schema = enter_schema_of(conn, postgres_schema, "eg_deliveries", unanalyzed=True)
         now = time.time()
         taken = conn.execute("SELECT * FROM eg_lease_due(%s, 16, 'host-a', %s)", (now, now + 60)).fetchall()
-        (fetched,) = conn.execute("SELECT idx_tup_fetch FROM pg_stat_xact_user_tables WHERE schemaname = %s "
-                                  "AND relname = 'eg_deliveries'", (schema,)).fetchone()
+        fetched, _ = rows_read(conn, schema, "eg_deliveries")
     assert [row[2] for row in taken] == sorted(row[2] for row in taken) and len(taken) == 16  # oldest first
     assert fetched <= 64  # the bitmap scan and sort fetched all 3,000
 
@@ -135,11 +130,8 @@ async def test_the_next_due_time_reads_a_row_or_two_of_a_long_wait(hosts: list[H
     store = hosts[0].eventgrid_store()
     await store.append("t", "EventGridSchema", [event(i) for i in range(3000)], time.time() + 600)
     with psycopg.connect(postgres_dsn) as conn:
-        (schema,) = conn.execute("SELECT table_schema FROM information_schema.tables WHERE table_name = "
-                                 "'eg_deliveries' AND starts_with(table_schema, %s)", (postgres_schema,)).fetchone()
-        conn.execute(f'SET search_path TO "{schema}"')
+        schema = enter_schema_of(conn, postgres_schema, "eg_deliveries", unanalyzed=False)
         (due,) = conn.execute("SELECT eg_next_due()").fetchone()
-        fetched, scanned = conn.execute("SELECT idx_tup_fetch, seq_tup_read FROM pg_stat_xact_user_tables "
-                                        "WHERE schemaname = %s AND relname = 'eg_deliveries'", (schema,)).fetchone()
+        fetched, scanned = rows_read(conn, schema, "eg_deliveries")
         assert (due,) == conn.execute("SELECT min(next_attempt) FROM eg_deliveries").fetchone()
     assert fetched + scanned <= 8  # the aggregate over every waiting row read all 3,000

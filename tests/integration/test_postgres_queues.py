@@ -11,7 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from tests.support.postgres_hosts import host
+from tests.support.postgres_hosts import enter_schema_of, host, rows_read
 
 from funchost.clock import ManualClock
 from funchost.errors import MessageNotFound, PopReceiptMismatch
@@ -181,18 +181,11 @@ async def test_a_receive_and_a_peek_read_only_the_messages_they_return_however_s
     finally:
         await a.aclose()
     with psycopg.connect(postgres_dsn) as conn:  # one transaction: its own statistics, before any flush
-        (schema,) = conn.execute("SELECT table_schema FROM information_schema.tables WHERE table_name = "
-                                 "'queue_messages' AND starts_with(table_schema, %s)", (postgres_schema,)).fetchone()
-        analyzed = conn.execute("SELECT last_analyze, last_autoanalyze FROM pg_stat_user_tables WHERE "
-                                "schemaname = %s AND relname = 'queue_messages'", (schema,)).fetchone()
-        assert analyzed == (None, None)  # the case this is about
-        conn.execute(f'SET search_path TO "{schema}"')  # as the hosts' connections have it
-        fetches = ("SELECT idx_tup_fetch FROM pg_stat_xact_user_tables WHERE schemaname = %s "
-                   "AND relname = 'queue_messages'", (schema,))
+        schema = enter_schema_of(conn, postgres_schema, "queue_messages", unanalyzed=True)
         peeked = conn.execute("SELECT * FROM queue_peek(NULL, %s, %s, 32)", (account, "burst")).fetchall()
-        (fetched_by_peek,) = conn.execute(*fetches).fetchone()
+        fetched_by_peek, _ = rows_read(conn, schema, "queue_messages")
         taken = conn.execute("SELECT * FROM queue_receive(NULL, %s, %s, 16, 30, %s)", (account, "burst", "n")).fetchall()
-        (fetched,) = conn.execute(*fetches).fetchone()
+        fetched, _ = rows_read(conn, schema, "queue_messages")
     assert len(peeked) == 32 and [row[0] for row in taken] == [row[0] for row in peeked[:16]]  # the same order
     assert fetched_by_peek <= 64  # a peek too: reading the index in order
     assert fetched - fetched_by_peek <= 64  # the bitmap scan and sort fetched all 3,000

@@ -68,53 +68,47 @@ PUT = (f"{_T} INSERT INTO queue_messages(queue_id, id_prefix, content, inserted_
 # with the backlog). The index on (queue_id, visible_at, seq) gives that order by itself, so
 # without a sort the plan reads only the rows it takes (0.3 ms), however stale the statistics;
 # PL/pgSQL also keeps the plan, where the inline statement was planned again on every call.
-_RECEIVE_FUNCTION = """
-CREATE FUNCTION queue_receive(p_now float8, a text, n text, lim integer, vt float8, nonce text)
-RETURNS TABLE (o_seq bigint, o_id_prefix text, o_content text, o_inserted_at float8, o_expires_at float8,
-               o_visible_at float8, o_dequeue_count integer, o_pop_receipt text)
-LANGUAGE plpgsql SET enable_sort = off AS $$
-DECLARE
+# What the receive and the peek share: the rows they return, finding the queue (none: no rows), and
+# the choice of its first `lim` visible, live messages in (visible_at, seq) order.
+_MESSAGE_COLUMNS = ("m.seq, m.id_prefix, m.content, m.inserted_at, m.expires_at, m.visible_at, m.dequeue_count, "
+                    "m.pop_receipt")
+_MESSAGE_ROWS = """RETURNS TABLE (o_seq bigint, o_id_prefix text, o_content text, o_inserted_at float8, o_expires_at float8,
+               o_visible_at float8, o_dequeue_count integer, o_pop_receipt text)"""
+_FIND_QUEUE = """DECLARE
     v_now float8 := coalesce(p_now, extract(epoch FROM clock_timestamp()));
     q bigint;
 BEGIN
     SELECT queue_id INTO q FROM queues WHERE account = a AND name = n;
     IF q IS NULL THEN
         RETURN;
-    END IF;
+    END IF;"""
+_FIRST_VISIBLE = """FROM queue_messages m
+        WHERE m.queue_id = q AND m.visible_at <= v_now AND (m.expires_at IS NULL OR m.expires_at > v_now)
+        ORDER BY m.visible_at, m.seq LIMIT lim"""
+_RECEIVE_FUNCTION = f"""
+CREATE FUNCTION queue_receive(p_now float8, a text, n text, lim integer, vt float8, nonce text)
+{_MESSAGE_ROWS}
+LANGUAGE plpgsql SET enable_sort = off AS $$
+{_FIND_QUEUE}
     RETURN QUERY
     WITH c AS (
-        SELECT m.seq FROM queue_messages m
-        WHERE m.queue_id = q AND m.visible_at <= v_now AND (m.expires_at IS NULL OR m.expires_at > v_now)
-        ORDER BY m.visible_at, m.seq LIMIT lim FOR NO KEY UPDATE SKIP LOCKED)
+        SELECT m.seq {_FIRST_VISIBLE} FOR NO KEY UPDATE SKIP LOCKED)
     UPDATE queue_messages m SET visible_at = v_now + vt, dequeue_count = m.dequeue_count + 1,
            pop_receipt = nonce || to_hex(m.dequeue_count + 1)
     FROM c WHERE m.queue_id = q AND m.seq = c.seq
-    RETURNING m.seq, m.id_prefix, m.content, m.inserted_at, m.expires_at, m.visible_at, m.dequeue_count,
-              m.pop_receipt;
+    RETURNING {_MESSAGE_COLUMNS};
 END $$;
 """
 # A peek: the receive's choice of messages without taking them, a server function (step 3) for
 # the same reason (the statement read and sorted every visible message of a queue without
 # statistics; the CLI, the dashboard and the SDKs' peek call it).
-_PEEK_FUNCTION = """
+_PEEK_FUNCTION = f"""
 CREATE FUNCTION queue_peek(p_now float8, a text, n text, lim integer)
-RETURNS TABLE (o_seq bigint, o_id_prefix text, o_content text, o_inserted_at float8, o_expires_at float8,
-               o_visible_at float8, o_dequeue_count integer, o_pop_receipt text)
+{_MESSAGE_ROWS}
 LANGUAGE plpgsql STABLE SET enable_sort = off AS $$
-DECLARE
-    v_now float8 := coalesce(p_now, extract(epoch FROM clock_timestamp()));
-    q bigint;
-BEGIN
-    SELECT queue_id INTO q FROM queues WHERE account = a AND name = n;
-    IF q IS NULL THEN
-        RETURN;
-    END IF;
+{_FIND_QUEUE}
     RETURN QUERY
-    SELECT m.seq, m.id_prefix, m.content, m.inserted_at, m.expires_at, m.visible_at, m.dequeue_count,
-           m.pop_receipt
-    FROM queue_messages m
-    WHERE m.queue_id = q AND m.visible_at <= v_now AND (m.expires_at IS NULL OR m.expires_at > v_now)
-    ORDER BY m.visible_at, m.seq LIMIT lim;
+    SELECT {_MESSAGE_COLUMNS} {_FIRST_VISIBLE};
 END $$;
 """
 MIGRATIONS = [_TABLES, _RECEIVE_FUNCTION, _PEEK_FUNCTION]
