@@ -158,7 +158,7 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
                                              or getattr(stream, "line_buffering", False))
         self._dirty = False
         self._wake = threading.Event()
-        self._stopping = threading.Event()  # ends the flusher's wait at once (set with `_closing`)
+        self._stopping = threading.Event()  # ends the flusher's wait at once (`_signal_stop`)
         self._closing = False
         self._flusher: threading.Thread | None = None
         self.waiting: deque[str] = deque()  # appended on the loop, taken under the lock by any thread
@@ -247,9 +247,7 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
         # Only signal: logging.shutdown() calls close() holding this handler's lock, which the
         # flusher needs to finish, so joining here would wait out the timeout.
         self.write_waiting()
-        self._closing = True
-        self._stopping.set()
-        self._wake.set()
+        self._signal_stop()
         super().close()
 
     def _start_flusher(self) -> None:
@@ -257,10 +255,15 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
         self._flusher.start()
         _flushers_to_stop.append(self)
 
-    def _stop_flusher(self) -> None:
+    def _signal_stop(self) -> None:
+        """Tell the flusher to write what is left and leave, its wait cut short. `_closing` is the
+        flag the write path reads; `_stopping` is the same state as an event the flusher waits on."""
         self._closing = True
         self._stopping.set()
         self._wake.set()
+
+    def _stop_flusher(self) -> None:
+        self._signal_stop()
         flusher = self._flusher
         if flusher is not None and flusher is not threading.current_thread():
             flusher.join(timeout=2)
