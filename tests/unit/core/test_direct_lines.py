@@ -181,19 +181,26 @@ def test_a_formatter_replaced_after_the_first_line_is_followed() -> None:
         assert text.endswith(LINES[0][0]) and json.loads(event)["message"] == LINES[1][0]
 
 
+class Recording(io.TextIOWrapper):
+    """A stream that writes each line through (as stdout with PYTHONUNBUFFERED), keeping each write."""
+
+    def __init__(self) -> None:
+        super().__init__(io.BytesIO(), write_through=True)
+        self.writes: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append(text)
+        return len(text)
+
+
 @contextmanager
 def write_through_console() -> Iterator[tuple[logs.ConsoleHandler, list[str]]]:
     """The host's console handler alone, on a stream that writes each line through (as stdout
     with PYTHONUNBUFFERED): the lines of an event loop's turn wait and go out together."""
-    writes: list[str] = []
-
-    class Recording(io.TextIOWrapper):
-        def write(self, text: str) -> int:
-            writes.append(text)
-            return len(text)
-
+    stream = Recording()
+    writes = stream.writes
     with only_console() as (handler, _):
-        handler.setStream(Recording(io.BytesIO(), write_through=True))  # type: ignore[arg-type]
+        handler.setStream(stream)
         handler.defers = True
         yield handler, writes
 
@@ -334,19 +341,14 @@ async def test_on_the_process_console_what_a_function_prints_puts_the_waiting_li
     from funchost.invocation.contracts import InvocationRequest
     from funchost.testing import HostHarness, write_app
 
-    writes: list[str] = []
-
-    class Recording(io.TextIOWrapper):
-        def write(self, text: str) -> int:
-            writes.append(text)
-            return len(text)
-
+    stream = Recording()
+    writes = stream.writes
     write_app(tmp_path / "app", FUNCTIONS)
     root = logging.getLogger()
     saved, level = list(root.handlers), root.level
     monkeypatch.setattr(logs, "LINES_DELAY", 60.0)  # the lines wait for a write, not for the timer
     async with HostHarness(tmp_path / "app") as host:
-        monkeypatch.setattr(sys, "stdout", Recording(io.BytesIO(), write_through=True))
+        monkeypatch.setattr(sys, "stdout", stream)
         monkeypatch.setattr(sys, "stderr", sys.stdout)
         root.handlers.clear()
         handler = logs.configure("text")
