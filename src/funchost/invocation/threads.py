@@ -13,9 +13,12 @@ behind the event loop. Here a call wakes a thread only when no thread is awake t
 awake thread runs the waiting calls one after another, and hands their outcomes to the loop in
 one wake-up when none is left. So that nothing waits behind a function that takes long (one that
 blocks), the loop looks again STARVING_AFTER after a call was queued for busy threads: it settles
-the outcomes waiting to be handed over, and if calls still wait and no thread took one meanwhile,
-it wakes (or starts) a thread per waiting call, up to `max_workers`, and looks again. At most
-`max_workers` functions run at once, as with ThreadPoolExecutor; a call queued behind busy
+the outcomes waiting to be handed over, and if calls still wait, no thread took one meanwhile and
+every awake thread is inside a call, it wakes (or starts) a thread per waiting call, up to
+`max_workers`, and looks again. An awake thread that has not taken a call yet is only waiting for
+the interpreter lock, held by a busy loop: a thread woken for each waiting call would queue for
+the same lock (a drain of quick `def` calls on PostgreSQL ran with 75 threads that way, 12 now).
+At most `max_workers` functions run at once, as with ThreadPoolExecutor; a call queued behind busy
 threads starts, and a finished call followed on its thread by a long one is settled, up to
 STARVING_AFTER later than there (docs/deviations.md).
 """
@@ -56,6 +59,7 @@ class FunctionThreadPool:
         self._threads: list[threading.Thread] = []
         self._awake = 0  # threads running calls or about to look for one
         self._taken = 0  # calls taken so far (the loop's second look compares it)
+        self._inside = 0  # threads inside a call now (other awake threads are about to take one)
         self._second_look: asyncio.TimerHandle | None = None
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -124,7 +128,11 @@ class FunctionThreadPool:
             waiting = len(self._work)
             if not waiting or self._closed:
                 return
-            if self._taken == taken_before:  # the awake threads are all inside long functions
+            # Only threads inside long functions starve the calls. An awake thread that took none
+            # yet may just be waiting for the interpreter lock, which the loop has held (a busy
+            # loop): it takes the calls once the loop waits, so waking more would only add threads
+            # that queue for the same lock.
+            if self._taken == taken_before and self._inside >= self._awake:
                 for _ in range(waiting):
                     thread = self._wake_one()
                     if thread is not None:
@@ -150,6 +158,7 @@ class FunctionThreadPool:
                         break
                     item = work.popleft()
                     self._taken += 1
+                    self._inside += 1
                 loop, future, fn, args = item
                 if future.cancelled():
                     outcome: Outcome = (future, True, None)
@@ -159,6 +168,8 @@ class FunctionThreadPool:
                     except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
                         outcome = (future, False, exc)
                 del item, fn, args
+                with lock:
+                    self._inside -= 1
                 if loop is not self._loop:
                     _call_soon(loop, _settle, outcome)
                 else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import sys
 import threading
 import time
 
@@ -49,6 +50,23 @@ async def test_quick_calls_queued_together_are_run_by_the_thread_that_is_awake()
     for _ in range(20):  # bursts: still one thread, as long as it keeps up
         await asyncio.gather(*[pool.run(lambda: None) for _ in range(16)])
     assert pool.thread_count == 1
+    pool.shutdown()
+
+
+async def test_a_loop_that_holds_the_interpreter_lock_does_not_make_the_pool_wake_more_threads() -> None:
+    # The awake thread has taken no call only because the loop kept the interpreter lock: that is
+    # not a thread stuck in a long function, so the second look must not wake one per waiting call.
+    pool = FunctionThreadPool(max_workers=8)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(10.0)  # the loop keeps the lock from the second call to the look
+    try:
+        calls = [pool.run(lambda: threading.current_thread().name) for _ in range(16)]
+        pool._look_again(pool._taken)  # the loop's second look, with no call taken since it was set
+        assert pool.thread_count == 1
+    finally:
+        sys.setswitchinterval(interval)
+    names = await asyncio.wait_for(asyncio.gather(*calls), 5)
+    assert len(names) == 16 and pool.thread_count == 1
     pool.shutdown()
 
 
