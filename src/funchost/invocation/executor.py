@@ -37,8 +37,8 @@ from funchost.invocation.middleware import AttemptObserver, CallNext, Invocation
 from funchost.invocation.pieces import FaultPoints, FunctionTimeout
 from funchost.invocation.plan import INPUT, OUT, TRIGGER, InvocationPlan
 from funchost.invocation.retry import RetryPolicy
-from funchost.invocation.threads import FunctionThreadPool
 from funchost.runtime import activity, registry
+from funchost.thread_pool import ThreadPool
 
 if TYPE_CHECKING:
     from funchost.runtime.contracts import Runtime
@@ -70,7 +70,7 @@ class Executor:
         metrics), run inside the log lines and around binding, and observers binding tells of
         each attempt. By default, those of `registry.MIDDLEWARE_MODULES`."""
         self.runtime = runtime
-        self._pool = FunctionThreadPool(thread_count_from(runtime.settings.get("PYTHON_THREADPOOL_THREAD_COUNT")),
+        self._pool = ThreadPool(thread_count_from(runtime.settings.get("PYTHON_THREADPOOL_THREAD_COUNT")),
                                         "function")
         self._plans: dict[str, tuple[InvocationPlan, CallNext]] = {}
         self._stopping = asyncio.Event()

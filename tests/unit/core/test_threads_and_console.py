@@ -13,12 +13,12 @@ import pytest
 from azure.functions.meta import Datum
 
 from funchost.invocation.metadata import LazyMetadata
-from funchost.invocation.threads import FunctionThreadPool
 from funchost.logs import FLUSH_INTERVAL, ConsoleHandler, TextFormatter
+from funchost.thread_pool import ThreadPool
 
 
 async def test_pool_runs_on_named_threads_and_bounds_concurrency() -> None:
-    pool = FunctionThreadPool(max_workers=2)
+    pool = ThreadPool(max_workers=2)
     running, peak, lock = 0, 0, threading.Lock()
     release = threading.Event()
 
@@ -44,7 +44,7 @@ async def test_pool_runs_on_named_threads_and_bounds_concurrency() -> None:
 
 
 async def test_quick_calls_queued_together_are_run_by_the_thread_that_is_awake() -> None:
-    pool = FunctionThreadPool(max_workers=8)
+    pool = ThreadPool(max_workers=8)
     names = await asyncio.gather(*[pool.run(lambda: threading.current_thread().name) for _ in range(16)])
     assert len(names) == 16 and pool.thread_count == 1  # one thread woken, not one per call
     for _ in range(20):  # bursts: still one thread, as long as it keeps up
@@ -56,7 +56,7 @@ async def test_quick_calls_queued_together_are_run_by_the_thread_that_is_awake()
 async def test_a_loop_that_holds_the_interpreter_lock_does_not_make_the_pool_wake_more_threads() -> None:
     # The awake thread has taken no call only because the loop kept the interpreter lock: that is
     # not a thread stuck in a long function, so the second look must not wake one per waiting call.
-    pool = FunctionThreadPool(max_workers=8)
+    pool = ThreadPool(max_workers=8)
     interval = sys.getswitchinterval()
     sys.setswitchinterval(10.0)  # the loop keeps the lock from the second call to the look
     try:
@@ -71,7 +71,7 @@ async def test_a_loop_that_holds_the_interpreter_lock_does_not_make_the_pool_wak
 
 
 async def test_a_call_behind_a_long_function_starts_on_another_thread() -> None:
-    pool = FunctionThreadPool(max_workers=4)
+    pool = ThreadPool(max_workers=4)
     release, started = threading.Event(), threading.Event()
 
     def long() -> str:
@@ -92,7 +92,7 @@ async def test_a_call_behind_a_long_function_starts_on_another_thread() -> None:
 
 
 async def test_a_finished_call_is_settled_while_its_thread_runs_a_long_one() -> None:
-    pool = FunctionThreadPool(max_workers=1)  # one thread: the long call runs right after the quick one
+    pool = ThreadPool(max_workers=1)  # one thread: the long call runs right after the quick one
     gate, release = threading.Event(), threading.Event()
     quick = pool.run(gate.wait, 5)
     long = pool.run(release.wait, 5)  # queued while the thread is busy: it runs next, on that thread
@@ -107,7 +107,7 @@ async def test_a_finished_call_is_settled_while_its_thread_runs_a_long_one() -> 
 
 
 async def test_pool_propagates_exceptions_and_skips_cancelled_calls() -> None:
-    pool = FunctionThreadPool(max_workers=1)
+    pool = ThreadPool(max_workers=1)
     gate = threading.Event()
     ran: list[str] = []
 
@@ -129,6 +129,21 @@ async def test_pool_propagates_exceptions_and_skips_cancelled_calls() -> None:
     pool.shutdown()
     with pytest.raises(RuntimeError, match="after shutdown"):
         pool.run(lambda: None)
+
+
+async def test_shutdown_with_wait_returns_once_the_queued_calls_are_done() -> None:
+    pool = ThreadPool(max_workers=1)  # as a SQLite file's statements run: its close waits for them
+    done: list[int] = []
+
+    def slow(n: int) -> None:
+        time.sleep(0.05)
+        done.append(n)
+
+    calls = [pool.run(slow, n) for n in range(3)]
+    await asyncio.sleep(0.01)  # the first call is running
+    await asyncio.to_thread(pool.shutdown, True)
+    assert done == [0, 1, 2] and not any(thread.is_alive() for thread in pool._threads)
+    await asyncio.gather(*calls)
 
 
 def _record(message: str) -> logging.LogRecord:

@@ -19,7 +19,6 @@ import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
@@ -30,6 +29,7 @@ from funchost.runtime.activity import busy
 from funchost.settings.postgres import PostgresConfig
 from funchost.storage.postgres.connect import connect_kwargs, connect_sync, unreachable
 from funchost.storage.postgres.migrate import migrate
+from funchost.thread_pool import ThreadPool
 
 T = TypeVar("T")
 
@@ -68,7 +68,7 @@ class PgDatabase:
         self._sizes = (min_size, max_size)
         self._pool: Any = None
         self._pool_lock = asyncio.Lock()
-        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="postgres")
+        self._threads = ThreadPool(4, "postgres")
         self._local = threading.local()
         self._sync: list[Any] = []
         self._sync_lock = threading.Lock()
@@ -148,9 +148,8 @@ class PgDatabase:
         check-then-write logic is written once as sync code (the embedded store's shape)."""
         if self._closed:
             raise StorageError("the PostgreSQL backend is closed", code="InternalError")
-        loop = asyncio.get_running_loop()
         with busy():
-            return await loop.run_in_executor(self._executor, self.run_sync, fn)
+            return await self._threads.run(self.run_sync, fn)
 
     def run_sync(self, fn: Callable[[Any], T]) -> T:
         import psycopg
@@ -209,7 +208,7 @@ class PgDatabase:
             await self._pool.close()
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self._close_sync)
-        self._executor.shutdown(wait=False)
+        self._threads.shutdown()
 
     def _close_sync(self) -> None:
         with self._sync_lock:

@@ -9,11 +9,9 @@ converts the file or creates the schema (`funchost.sqlite_open`).
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
@@ -21,6 +19,7 @@ from funchost.errors import StorageError
 from funchost.private_files import private_sqlite_file
 from funchost.runtime.activity import busy
 from funchost.sqlite_open import connect_wal
+from funchost.thread_pool import ThreadPool
 
 T = TypeVar("T")
 
@@ -36,7 +35,7 @@ class SqliteDatabase:
         self._schema = schema
         self._upgrade = upgrade
         self._page_size = page_size
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{name}-db")
+        self._thread = ThreadPool(1, f"{name}-db")
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._closed = False
@@ -87,10 +86,9 @@ class SqliteDatabase:
     async def _submit(self, fn: Callable[[], T]) -> T:
         if self._closed:
             raise StorageError("database is closed", code="InternalError")
-        loop = asyncio.get_running_loop()
         try:
             with busy():
-                return await loop.run_in_executor(self._executor, fn)
+                return await self._thread.run(fn)
         except sqlite3.OperationalError as exc:  # translate at the edge
             raise StorageError(str(exc), code="ServerBusy", status=503) from exc
 
@@ -98,13 +96,12 @@ class SqliteDatabase:
         if self._closed:
             return
         self._closed = True
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, self._close_all)
-        self._executor.shutdown(wait=True)
+        await self._thread.run(self._close_all)
+        self._thread.shutdown(wait=True)
 
     def close(self) -> None:
         self._closed = True
-        self._executor.shutdown(wait=True)
+        self._thread.shutdown(wait=True)
         self._close_all()
 
     def _close_all(self) -> None:

@@ -1,10 +1,12 @@
-"""The threads that run `def` functions, as the worker's ThreadPoolExecutor does, made cheap.
+"""Threads for blocking work of the event loop, as ThreadPoolExecutor's, made cheap: the `def`
+functions (as the worker runs them) and the statements of each SQLite file and of PostgreSQL's
+sync connections.
 
 `loop.run_in_executor` costs a concurrent Future, an asyncio Future chained to it and one
 loop wake-up (a self-pipe write) per call. Here a call is one deque append, the caller awaits a
 plain loop future, and outcomes are handed back to the loop together. Threads start on demand up
 to `max_workers` and then stay, like ThreadPoolExecutor's; at interpreter exit idle threads are
-told to leave and running functions are waited for.
+told to leave and running calls are waited for.
 
 Waking a sleeping thread costs a futex call, a context switch and a turn of the GIL on each side,
 more than a short function itself. ThreadPoolExecutor wakes a thread per call, so a queue
@@ -31,13 +33,15 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 from queue import SimpleQueue
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 STARVING_AFTER = 0.001  # seconds: how long calls may wait while the awake threads take none
 
 Outcome = tuple[asyncio.Future[Any], bool, Any]  # the future, whether it returned, its value or exception
 
-_pools: weakref.WeakSet[FunctionThreadPool] = weakref.WeakSet()
+_pools: weakref.WeakSet[ThreadPool] = weakref.WeakSet()
 
 
 def _at_exit() -> None:
@@ -48,7 +52,7 @@ def _at_exit() -> None:
 threading._register_atexit(_at_exit)  # type: ignore[attr-defined]  # what ThreadPoolExecutor does
 
 
-class FunctionThreadPool:
+class ThreadPool:
     def __init__(self, max_workers: int, name_prefix: str = "function") -> None:
         if max_workers < 1:
             raise ValueError("max_workers must be at least 1")
@@ -72,14 +76,14 @@ class FunctionThreadPool:
     def thread_count(self) -> int:
         return len(self._threads)
 
-    def run(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+    def run(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
         """Call `fn(*args)` on a pool thread; the returned future is the running loop's."""
         if self._closed:
             raise RuntimeError("cannot run new functions after shutdown")
         loop = asyncio.get_running_loop()
         if self._loop is None or self._loop.is_closed():
             self._loop = loop
-        future: asyncio.Future[Any] = loop.create_future()
+        future: asyncio.Future[T] = loop.create_future()
         with self._lock:
             self._work.append((loop, future, fn, args))
             if self._awake == 0:
@@ -92,18 +96,24 @@ class FunctionThreadPool:
             starting.start()
         return future
 
-    def shutdown(self) -> None:
-        """Threads leave once the calls already queued are done; does not wait for them."""
+    def shutdown(self, wait: bool = False) -> None:
+        """Threads leave once the calls already queued are done; `wait` returns when they have."""
+        leaving = 0
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            count = len(self._threads)
-            if self._second_look is not None:
-                self._second_look.cancel()
-                self._second_look = None
-        for _ in range(count):
+            if not self._closed:
+                self._closed = True
+                leaving = len(self._threads)
+                if self._second_look is not None:
+                    self._second_look.cancel()
+                    self._second_look = None
+            threads = list(self._threads)
+        for _ in range(leaving):
             self._wakes.put(False)
+        if wait:
+            current = threading.current_thread()
+            for thread in threads:
+                if thread is not current and thread.ident is not None:  # started
+                    thread.join()
 
     def _wake_one(self) -> threading.Thread | None:
         """(Lock held.) Wake a sleeping thread, or make a new one for the caller to start once the
