@@ -12,17 +12,19 @@ Waking a sleeping thread costs a futex call, a context switch and a turn of the 
 more than a short function itself. ThreadPoolExecutor wakes a thread per call, so a queue
 trigger's batch of sixteen quick `def` calls woke sixteen threads that then queued for the GIL
 behind the event loop. Here a call wakes a thread only when no thread is awake to take it: an
-awake thread runs the waiting calls one after another, and hands their outcomes to the loop in
-one wake-up when none is left. So that nothing waits behind a function that takes long (one that
-blocks), the loop looks again STARVING_AFTER after a call was queued for busy threads: it settles
-the outcomes waiting to be handed over, and if calls still wait, no thread took one meanwhile and
-every awake thread is inside a call, it wakes (or starts) a thread per waiting call, up to
-`max_workers`, and looks again. An awake thread that has not taken a call yet is only waiting for
-the interpreter lock, held by a busy loop: a thread woken for each waiting call would queue for
-the same lock (a drain of quick `def` calls on PostgreSQL ran with 75 threads that way, 12 now).
-At most `max_workers` functions run at once, as with ThreadPoolExecutor; a call queued behind busy
-threads starts, and a finished call followed on its thread by a long one is settled, up to
-STARVING_AFTER later than there (docs/deviations.md).
+awake thread runs the waiting calls one after another. Each outcome goes to the loop as soon as
+its call returns, in one wake-up with those that follow before the loop takes them: a burst of
+calls that keep the GIL costs one wake-up, and statements that release it while they wait for
+SQLite or the network are settled as they finish, as with ThreadPoolExecutor.
+
+So that nothing waits behind a function that takes long (one that blocks), the loop looks again
+STARVING_AFTER after a call was queued for busy threads: if calls still wait, no thread took one
+meanwhile and every awake thread is inside a call, it wakes (or starts) a thread per waiting
+call, up to `max_workers`, and looks again. An awake thread that has not taken a call yet is only
+waiting for the interpreter lock, held by a busy loop: a thread woken for each waiting call would
+queue for the same lock (a drain of quick `def` calls on PostgreSQL ran with 75 threads that way,
+12 now). At most `max_workers` functions run at once, as with ThreadPoolExecutor; a call queued
+behind busy threads starts up to STARVING_AFTER later than there (docs/deviations.md).
 """
 
 from __future__ import annotations
@@ -131,7 +133,6 @@ class ThreadPool:
 
     def _look_again(self, taken_before: int) -> None:
         """On the loop, STARVING_AFTER after a call was queued for busy threads."""
-        self._deliver()  # outcomes a thread holds back while it runs the next call
         starting: list[threading.Thread] = []
         with self._lock:
             self._second_look = None
@@ -184,16 +185,16 @@ class ThreadPool:
                     _call_soon(loop, _settle, outcome)
                 else:
                     done.append(outcome)
-                    if not work:  # else handed over with the next ones (or by the loop's second look)
+                    if not self._wake_pending:  # else the scheduled delivery takes it too
                         self._hand_over(loop)
                 del outcome
-            if done:  # held back for a call another thread took meanwhile
-                self._hand_over(self._loop)
             if not self._wakes.get():
                 return
 
     def _hand_over(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        """Have the loop settle the waiting outcomes: one wake-up for all that finish together."""
+        """Have the loop settle the waiting outcomes: one wake-up for all that finish before the
+        loop takes them. (The unlocked look at `_wake_pending` before this is safe: an outcome is
+        appended before the look, and `_deliver` clears the flag before it takes the outcomes.)"""
         with self._lock:
             if self._wake_pending:
                 return  # a delivery is already scheduled and will see these outcomes

@@ -98,7 +98,7 @@ async def test_a_finished_call_is_settled_while_its_thread_runs_a_long_one() -> 
     long = pool.run(release.wait, 5)  # queued while the thread is busy: it runs next, on that thread
     gate.set()
     try:
-        assert await asyncio.wait_for(quick, 2) is True  # settled by the loop's second look
+        assert await asyncio.wait_for(quick, 2) is True  # settled when it returned, while its thread runs the long one
         assert not long.done()
     finally:
         release.set()
