@@ -260,6 +260,27 @@ async def test_delete_checks_pop_receipt_and_existence(queue_service):
     assert (await queue_service.get_queue_properties(name)).approximate_message_count == 0
 
 
+async def test_deletes_sent_together_are_answered_one_by_one(queue_service):
+    name, other = qname(), qname()
+    await queue_service.create_queue(name)
+    for text in ("a", "b", "c"):
+        await queue_service.put_message(name, text)
+    a, b, c = sorted(await queue_service.get_messages(name, max_messages=3), key=lambda m: m.content)
+    answers = await asyncio.gather(
+        queue_service.delete_message(name, a.id, a.pop_receipt),
+        queue_service.delete_message(name, b.id, "not-the-receipt"),
+        queue_service.delete_message(name, a.id, a.pop_receipt),  # the same message again
+        queue_service.delete_message(other, c.id, c.pop_receipt),  # no such queue
+        queue_service.delete_message(name, c.id, c.pop_receipt),
+        return_exceptions=True)
+    twice = sorted((answers[0], answers[2]), key=lambda answer: answer is not None)  # in either order
+    assert twice[0] is None and isinstance(twice[1], MessageNotFound)
+    assert isinstance(answers[1], PopReceiptMismatch)
+    assert isinstance(answers[3], QueueNotFound)
+    assert answers[4] is None
+    assert (await queue_service.get_queue_properties(name)).approximate_message_count == 1  # b
+
+
 async def test_delete_with_put_receipt(queue_service):
     name = qname()
     await queue_service.create_queue(name)
