@@ -70,7 +70,8 @@ class Executor:
         metrics), run inside the log lines and around binding, and observers binding tells of
         each attempt. By default, those of `registry.MIDDLEWARE_MODULES`."""
         self.runtime = runtime
-        self._pool = ThreadPool(thread_count_from(runtime.settings.get("PYTHON_THREADPOOL_THREAD_COUNT")), "function")
+        self._pool = ThreadPool(thread_count_from(runtime.settings.get("PYTHON_THREADPOOL_THREAD_COUNT")),
+                                "function")
         self._plans: dict[str, tuple[InvocationPlan, CallNext]] = {}
         self._stopping = asyncio.Event()
         self._running: dict[asyncio.Task[Any], int] = {}  # tasks in `invoke`, for a forced stop
