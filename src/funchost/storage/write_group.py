@@ -30,8 +30,9 @@ class WriteGroup(Generic[C]):
     operation's answer and must leave no partial change behind.
     """
 
-    def __init__(self, db: Writer[C]) -> None:
+    def __init__(self, db: Writer[C], max_group: int = MAX_GROUP) -> None:
         self._db = db
+        self._max_group = max_group
         self._pending: list[tuple[Callable[[C], Any], asyncio.Future[Any]]] = []
         self._task: asyncio.Task[None] | None = None
 
@@ -45,7 +46,7 @@ class WriteGroup(Generic[C]):
 
     async def _drain(self) -> None:
         while self._pending:
-            batch, self._pending = self._pending[:MAX_GROUP], self._pending[MAX_GROUP:]
+            batch, self._pending = self._pending[:self._max_group], self._pending[self._max_group:]
 
             def apply(conn: C, batch: list[Any] = batch) -> list[tuple[bool, Any]]:
                 outcomes: list[tuple[bool, Any]] = []

@@ -82,6 +82,9 @@ def _row_message(row: sqlite3.Row, *, with_receipt: bool = True, times: ServiceT
     )
 
 
+QUICK_GROUP = 64  # operations per transaction on the loop's connection (a few hundred µs)
+
+
 class SqliteQueueService:
     """`QueueService` on embedded SQLite; safe for several processes sharing the file."""
 
@@ -90,6 +93,9 @@ class SqliteQueueService:
         self._clock = clock
         self._db = SqliteDatabase(Path(account_dir) / "queues.db", SCHEMA, name=f"queues-{account}")
         self._writes = WriteGroup(self._db)
+        # A message's own steps are bounded (at most 32 rows): on the loop's connection (db.py),
+        # in groups small enough not to hold the loop for long.
+        self._quick_writes = WriteGroup(self._db.quick, max_group=QUICK_GROUP)
         self._last_purge = float("-inf")
 
     def _now(self) -> float:
@@ -122,7 +128,7 @@ class SqliteQueueService:
         await self._writes.run(op)
 
     async def queue_exists(self, name: str) -> bool:
-        row = await self._db.read(lambda c: c.execute("SELECT 1 FROM queues WHERE name=?", (name,)).fetchone())
+        row = await self._db.quick.read(lambda c: c.execute("SELECT 1 FROM queues WHERE name=?", (name,)).fetchone())
         return row is not None
 
     async def list_queues(self, prefix: str | None = None) -> list[str]:
@@ -188,7 +194,7 @@ class SqliteQueueService:
             return QueueMessage(new_id, content, 0, service_time(now), service_time(expires),  # type: ignore[arg-type]
                                 service_time(visible), receipt)
 
-        return await self._writes.run(op)
+        return await self._quick_writes.run(op)
 
     async def get_messages(
         self, name: str, *, max_messages: int = 1, visibility_timeout: int = 30
@@ -215,7 +221,8 @@ class SqliteQueueService:
             times = batch_service_time()
             return [_row_message(r, times=times) for r in rows]
 
-        return await self._writes.run(op)
+        # A purge deletes every expired message: unbounded, so on the file's thread.
+        return await (self._writes if purge else self._quick_writes).run(op)
 
     async def peek_messages(self, name: str, *, max_messages: int = 1) -> list[QueueMessage]:
         now = self._now()
@@ -229,7 +236,7 @@ class SqliteQueueService:
                 (name, now, now, max_messages)).fetchall()
             return [_row_message(r, with_receipt=False) for r in rows]
 
-        return await self._db.read(op)
+        return await self._db.quick.read(op)
 
     async def update_message(
         self,
@@ -256,7 +263,7 @@ class SqliteQueueService:
                              (visible, receipt, content, seq))
             return UpdateReceipt(receipt, service_time(visible))  # type: ignore[arg-type]
 
-        return await self._writes.run(op)
+        return await self._quick_writes.run(op)
 
     async def delete_message(self, name: str, message_id: str, pop_receipt: str) -> None:
         now = self._now()
@@ -272,7 +279,7 @@ class SqliteQueueService:
             self._find(conn, name, message_id, seq, pop_receipt, now)
             conn.execute("DELETE FROM messages WHERE seq=?", (seq,))
 
-        await self._writes.run(op)
+        await self._quick_writes.run(op)
 
     async def clear_messages(self, name: str) -> None:
 

@@ -1,0 +1,120 @@
+"""Quick statements of a SQLite file (`db.quick`): on the calling loop's own connection, on the
+file's thread whenever that connection would wait or belongs to another thread."""
+
+import asyncio
+import sqlite3
+import threading
+
+import pytest
+
+from funchost.errors import StorageError
+from funchost.storage.sqlite.db import CHECKPOINT_EVERY, SqliteDatabase
+
+SCHEMA = "CREATE TABLE IF NOT EXISTS items (n INTEGER PRIMARY KEY, body BLOB)"
+
+
+def _insert(n: int, body: bytes = b"") -> object:
+    def op(conn: sqlite3.Connection) -> str:
+        conn.execute("INSERT INTO items VALUES (?, ?)", (n, body))
+        return threading.current_thread().name
+
+    return op
+
+
+def _count(path) -> int:
+    with sqlite3.connect(path) as other:
+        return other.execute("SELECT count(*) FROM items").fetchone()[0]
+
+
+async def test_quick_statements_run_on_the_calling_thread_once_its_connection_is_open(tmp_path):
+    db = SqliteDatabase(tmp_path / "q.db", SCHEMA, name="t")
+    try:
+        first = await db.quick.write(_insert(1))  # opens the loop's connection on the file's thread
+        later = [await db.quick.write(_insert(n)) for n in range(2, 5)]
+        read_on = await db.quick.read(lambda c: threading.current_thread().name)
+    finally:
+        await db.aclose()
+    assert first.startswith("t-db")
+    assert later == [threading.current_thread().name] * 3
+    assert read_on == threading.current_thread().name
+    assert _count(tmp_path / "q.db") == 4
+
+
+async def test_a_quick_write_waits_on_the_file_thread_while_another_connection_holds_the_lock(tmp_path):
+    db = SqliteDatabase(tmp_path / "q.db", SCHEMA, name="t")
+    other = sqlite3.connect(tmp_path / "q.db", isolation_level=None)
+    try:
+        await db.quick.write(_insert(1))  # the loop's connection is open from here on
+        other.execute("BEGIN IMMEDIATE")  # another process's writer, say
+        other.execute("INSERT INTO items VALUES (2, x'')")
+        waiting = asyncio.ensure_future(db.quick.write(_insert(3)))
+        await asyncio.sleep(0)  # it met the lock at once and went to the file's thread
+        assert not waiting.done()
+        other.execute("COMMIT")
+        ran_on = await waiting
+    finally:
+        other.close()
+        await db.aclose()
+    assert ran_on.startswith("t-db")
+    assert _count(tmp_path / "q.db") == 3
+
+
+async def test_a_quick_write_that_fails_leaves_nothing_behind(tmp_path):
+    db = SqliteDatabase(tmp_path / "q.db", SCHEMA, name="t")
+
+    def fails(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO items VALUES (7, x'')")
+        raise StorageError("refused", code="Refused", status=409)
+
+    try:
+        await db.quick.write(_insert(1))
+        with pytest.raises(StorageError, match="refused"):
+            await db.quick.write(fails)
+        on = await db.quick.write(_insert(2))  # the transaction was rolled back, not left open
+    finally:
+        await db.aclose()
+    assert on == threading.current_thread().name
+    with sqlite3.connect(tmp_path / "q.db") as check:
+        assert [n for (n,) in check.execute("SELECT n FROM items ORDER BY n")] == [1, 2]
+
+
+async def test_the_file_thread_checkpoints_what_the_loop_commits(tmp_path):
+    """The loop's connection never checkpoints (an fsync on the loop); the file's thread does,
+    every CHECKPOINT_EVERY commits: the WAL is reused instead of growing with every write."""
+    db = SqliteDatabase(tmp_path / "q.db", SCHEMA, name="t")
+    body = bytes(16 * 1024)  # five pages a commit
+    try:
+        for n in range(8 * CHECKPOINT_EVERY):
+            await db.quick.write(_insert(n, body))
+            if n % CHECKPOINT_EVERY == 0:
+                await db.read(lambda c: None)  # the file's thread has done what was queued
+        wal = (tmp_path / "q.db-wal").stat().st_size
+    finally:
+        await db.aclose()
+    # Without checkpoints: 8 x 64 commits of five 4 KiB pages, over 10 MB.
+    assert wal < 4 * 1024 * 1024
+
+
+async def test_a_quick_statement_from_another_thread_goes_to_the_file_thread(tmp_path):
+    db = SqliteDatabase(tmp_path / "q.db", SCHEMA, name="t")
+    try:
+        await db.quick.write(_insert(1))
+        await db.quick.write(_insert(2))  # the loop's connection is this thread's
+        elsewhere: list[str] = []
+        thread = threading.Thread(target=lambda: elsewhere.append(asyncio.run(db.quick.write(_insert(3)))))
+        thread.start()
+        await asyncio.to_thread(thread.join)
+    finally:
+        await db.aclose()
+    assert len(elsewhere) == 1 and elsewhere[0].startswith("t-db")
+    assert _count(tmp_path / "q.db") == 3
+
+
+async def test_quick_statements_after_close_are_refused(tmp_path):
+    db = SqliteDatabase(tmp_path / "q.db", SCHEMA, name="t")
+    await db.quick.write(_insert(1))
+    await db.aclose()
+    with pytest.raises(StorageError, match="closed"):
+        await db.quick.write(_insert(2))
+    with pytest.raises(StorageError, match="closed"):
+        await db.quick.read(lambda c: None)
