@@ -118,3 +118,56 @@ async def test_quick_statements_after_close_are_refused(tmp_path):
         await db.quick.write(_insert(2))
     with pytest.raises(StorageError, match="closed"):
         await db.quick.read(lambda c: None)
+
+
+def test_two_services_on_one_folder_drain_a_queue_each_message_once(tmp_path):
+    """Two hosts' queue services on one data folder, each on its own thread and loop: their quick
+    connections meet each other's write lock all the time and wait on the file's thread; every
+    message is received by one of them, once, and deleted."""
+    from funchost.clock import SystemClock
+    from funchost.storage.sqlite.queues import SqliteQueueService
+
+    async def fill() -> None:
+        service = SqliteQueueService(tmp_path / "acct", "acct", SystemClock())
+        await service.create_queue("shared")
+        await asyncio.gather(*(service.put_message("shared", str(n)) for n in range(1000)))
+        await service.aclose()
+
+    asyncio.run(fill())
+    received: list[list[str]] = [[], []]
+    start = threading.Barrier(2)
+
+    def host(index: int) -> None:
+        async def drain() -> None:
+            service = SqliteQueueService(tmp_path / "acct", "acct", SystemClock())
+            start.wait()
+            try:
+                while True:
+                    batch = await service.get_messages("shared", max_messages=16, visibility_timeout=300)
+                    if not batch:
+                        break
+                    received[index].extend(m.content for m in batch)
+                    await asyncio.gather(*(service.delete_message("shared", m.id, m.pop_receipt or "")
+                                           for m in batch))
+            finally:
+                await service.aclose()
+
+        asyncio.run(drain())
+
+    threads = [threading.Thread(target=host, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    everything = received[0] + received[1]
+    assert sorted(everything, key=int) == [str(n) for n in range(1000)]  # each once, none lost
+    assert received[0] and received[1]  # both hosts worked
+
+    async def left() -> int:
+        service = SqliteQueueService(tmp_path / "acct", "acct", SystemClock())
+        try:
+            return (await service.get_queue_properties("shared")).approximate_message_count
+        finally:
+            await service.aclose()
+
+    assert asyncio.run(left()) == 0
