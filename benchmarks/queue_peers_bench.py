@@ -10,6 +10,8 @@ messages through a no-op function, rounds interleaved target by target:
   invocation written, to /dev/null; ``--warning-logs`` sets log level Warning instead, as
   `queue_bench.py` does), FUNCTIONS_WORKER_PROCESS_COUNT 1 and 2 (the machine's cores; ``--no-workers``
   skips 2), embedded storage;
+* ``funchost-1-async`` (with ``--async-row``): funchost-1 with an ``async def`` no-op, the kind of
+  entrypoint pgqueuer runs;
 * ``baseline-1`` (with ``--baseline-src DIR``): funchost-1 from another source tree;
 * ``funchost-1-no-dashboard`` / ``funchost-2-no-dashboard`` (with ``--compare-dashboard``): the
   same with ``FUNCHOST_DASHBOARD=false`` (the dashboard and its invocation history are on by
@@ -82,9 +84,9 @@ POLL = 0.05
 HOST_JSON: dict[str, Any] = {"version": "2.0"}  # the defaults (--warning-logs: log level Warning)
 
 
-def write_app(folder: Path) -> Path:
+def write_app(folder: Path, coroutine: bool = False) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "function_app.py").write_text(APP)
+    (folder / "function_app.py").write_text(APP.replace("def noop", "async def noop") if coroutine else APP)
     (folder / "host.json").write_text(json.dumps(HOST_JSON))
     (folder / "local.settings.json").write_text(json.dumps({"IsEncrypted": False, "Values": {
         "FUNCTIONS_WORKER_RUNTIME": "python", "AzureWebJobsStorage": "UseDevelopmentStorage=true"}}))
@@ -148,12 +150,12 @@ async def watch(remaining: Callable[[], Awaitable[int]], total: int, process: su
 
 
 async def funchost_round(work: Path, messages: int, processes: int, src: Path | None = None,
-                         dashboard: bool = True) -> dict[str, float]:
+                         dashboard: bool = True, coroutine: bool = False) -> dict[str, float]:
     from funchost.clock import SystemClock
     from funchost.settings.app_settings import AppSettings
     from funchost.storage.host_storage import open_storage
 
-    app, data = write_app(work / "app"), work / "data"
+    app, data = write_app(work / "app", coroutine), work / "data"
     storage = open_storage("embedded", data, AppSettings({}, environ={}), SystemClock())
     service = storage.queues()
     await service.create_queue("bench")
@@ -246,6 +248,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         targets["funchost-1-no-dashboard"] = lambda w: funchost_round(w, args.messages, 1, dashboard=False)
         if not args.no_workers:
             targets["funchost-2-no-dashboard"] = lambda w: funchost_round(w, args.messages, 2, dashboard=False)
+    if args.async_row:
+        targets["funchost-1-async"] = lambda w: funchost_round(w, args.messages, 1, coroutine=True)
     if args.baseline_src is not None:
         targets["baseline-1"] = lambda w: funchost_round(w, args.messages, 1, args.baseline_src.resolve())
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
@@ -292,6 +296,8 @@ def main() -> None:
     parser.add_argument("--compare-dashboard", action="store_true",
                         help="also drain with the dashboard off (FUNCHOST_DASHBOARD=false), same rounds")
     parser.add_argument("--no-workers", action="store_true", help="skip the two-process funchost targets")
+    parser.add_argument("--async-row", action="store_true",
+                        help="also funchost-1-async: the no-op as an `async def` (pgqueuer's entrypoint is one)")
     parser.add_argument("--warning-logs", action="store_true",
                         help="host.json log level Warning (no console line per invocation) instead of the defaults")
     args = parser.parse_args()
