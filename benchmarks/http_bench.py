@@ -48,6 +48,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import same_run  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results" / "http.json"
 PATH = "/api/hello"
@@ -295,6 +297,7 @@ def main() -> int:
     parser.add_argument("--startup-runs", type=int, default=3)
     parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
     parser.add_argument("--baseline-src", type=Path, help="a funchost source tree to measure as 'baseline'")
+    same_run.add_baseline_label(parser)
     parser.add_argument("--no-workers", action="store_true", help="skip the worker-process targets")
     parser.add_argument("--compare-dashboard", action="store_true",
                         help="also measure funchost with --no-dashboard, in the same rounds")
@@ -382,7 +385,7 @@ def main() -> int:
         result["ratios"]["workers_async_vs_one_process"] = round(result[f"workers-{workers}-async"]["rps"]
                                                                  / result["funchost-async"]["rps"], 3)
     if "baseline" in samples:
-        result["baseline_src"] = str(args.baseline_src)
+        result["baseline_src"] = same_run.baseline_label(args)
         result["baseline_startup_ms"] = _startup_summary(*startups["baseline"])
         for suffix in ("", "-async"):
             current, before = result[f"funchost{suffix}"], result[f"baseline{suffix}"]

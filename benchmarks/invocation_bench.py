@@ -85,6 +85,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import same_run  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent / "results" / "invocation.json"
 SCENARIOS = ("executor-async", "executor-async-timeout", "http-async", "http-async-logged", "http-def",
              "queue-async", "queue-def", "queue-message", "executor-async-otel", "http-async-otel",
@@ -490,6 +492,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", default=None, help="comma-separated scenario names")
     parser.add_argument("--baseline-src", type=Path, help="a funchost source tree to measure as 'baseline'")
+    same_run.add_baseline_label(parser)
     parser.add_argument("--dashboard", choices=("on", "off", "both"), default="on",
                         help="measure with the dashboard's invocation history on (default), off, or both")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where to write the JSON results")
@@ -516,7 +519,7 @@ def main() -> None:
     report: dict[str, Any] = {
         "environment": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
         "parameters": {"calls": args.calls, "rounds": args.rounds, "dashboard": args.dashboard,
-                       "baseline_src": str(args.baseline_src) if args.baseline_src else None},
+                       "baseline_src": same_run.baseline_label(args)},
         "scenarios": {name: summary(figures["current"][name]) for name in names},
     }
     if "baseline" in trees:

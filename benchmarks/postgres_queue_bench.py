@@ -53,6 +53,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import same_run  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results" / "postgres_queue.json"
 sys.path.insert(0, str(ROOT))  # queue_peers_bench
@@ -370,7 +372,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         "load_average_end": [round(x, 2) for x in os.getloadavg()]},
         "parameters": {"messages": args.messages, "rounds": args.rounds, "pickups": args.pickups,
                        "quiet_row": args.quiet_row, "async_row": args.async_row,
-                       "baseline_src": str(args.baseline_src) if args.baseline_src else None,
+                       "baseline_src": same_run.baseline_label(args),
                        "pickup_spacing_s": args.spacing, "host_json": json.loads(DEFAULT_HOST_JSON)},
         "results": results,
         "ratios": {"funchost-pg-1 / pgqueuer-32": ratio("funchost-pg-1", "pgqueuer-32"),
@@ -402,6 +404,7 @@ def main() -> None:
                         help="also 'funchost-pg-1-warning': host.json log level Warning (no console line per call)")
     parser.add_argument("--baseline-src", type=Path,
                         help="a funchost source tree to run as 'baseline-pg-1' (its hosts only; the queue is filled by this tree)")
+    same_run.add_baseline_label(parser)
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
     report = asyncio.run(run(args))

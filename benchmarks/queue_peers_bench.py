@@ -45,6 +45,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import same_run  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results" / "queue_peers.json"
 sys.path.insert(0, str(ROOT.parent))  # tests.support.postgres
@@ -271,7 +273,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         "load_average_start": load_start, "load_average_end": list(os.getloadavg())},
         "parameters": {"messages": args.messages, "rounds": args.rounds, "compare_dashboard": args.compare_dashboard,
                        "host_json": HOST_JSON,
-                       "baseline_src": str(args.baseline_src) if args.baseline_src else None},
+                       "baseline_src": same_run.baseline_label(args)},
         "results": results,
         "ratios_to_best_pgqueuer": {name: round(results[name]["median"] / best_peer, 2)
                                     for name in results if name.startswith("funchost")},
@@ -293,6 +295,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--baseline-src", type=Path, help="a funchost source tree to measure as 'baseline-1'")
+    same_run.add_baseline_label(parser)
     parser.add_argument("--compare-dashboard", action="store_true",
                         help="also drain with the dashboard off (FUNCHOST_DASHBOARD=false), same rounds")
     parser.add_argument("--no-workers", action="store_true", help="skip the two-process funchost targets")

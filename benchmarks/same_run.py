@@ -18,6 +18,19 @@ from pathlib import Path
 from typing import Any
 
 
+def add_baseline_label(parser: Any) -> None:
+    """`--baseline-label`: how the results name the `--baseline-src` tree (its path is not kept)."""
+    parser.add_argument("--baseline-label", help="how the results name --baseline-src, e.g. 'git archive "
+                        "fc79d6e src' (default: the folder's name; the path is not written)")
+
+
+def baseline_label(args: Any) -> str | None:
+    """The name the results give the baseline tree: never a path of the machine that ran them."""
+    if getattr(args, "baseline_src", None) is None:
+        return None
+    return str(args.baseline_label or Path(args.baseline_src).name)
+
+
 def run_child(script: str, args: Sequence[str], src: Path | None) -> dict[str, Any]:
     """Run `script --child ... args` on tree `src` (None: this one); its last stdout line is JSON."""
     env = dict(os.environ)
