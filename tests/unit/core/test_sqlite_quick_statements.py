@@ -172,3 +172,24 @@ def test_two_services_on_one_folder_drain_a_queue_each_message_once(tmp_path):
             await service.aclose()
 
     assert asyncio.run(left()) == 0
+
+
+async def test_a_grouped_write_is_in_flight_from_its_request_until_its_caller_resumes(tmp_path):
+    """Quick writes run on the loop, so nothing waits on a thread: the write group itself counts
+    the request as framework work in flight, or the test harness could find the host idle
+    between a message's steps and move the clock past them (tests/unit/core/test_readme_example.py)."""
+    from funchost.runtime import activity
+    from funchost.storage.write_group import WriteGroup
+
+    db = SqliteDatabase(tmp_path / "q.db", SCHEMA, name="t")
+    group = WriteGroup(db.quick)
+    try:
+        await db.quick.write(_insert(1))  # the loop's connection is open
+        before = activity.in_flight()
+        request = asyncio.ensure_future(group.run(_insert(2)))
+        await asyncio.sleep(0)  # requested; the group's transaction has not run yet
+        assert activity.in_flight() == before + 1
+        assert await request == threading.current_thread().name  # ran on the loop's connection
+        assert activity.in_flight() == before
+    finally:
+        await db.aclose()
