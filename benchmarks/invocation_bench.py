@@ -425,11 +425,11 @@ async def paired(name: str, calls: int) -> float:
         recorder = host.runtime.services.find(HistoryRecorder)
         results = logging.getLogger("funchost.results")
         real_stdout = sys.stdout
-        if what == "lines" and "-unbuffered-" in name:
-            sys.stdout = open(os.devnull, "w", buffering=1)  # noqa: SIM115 - the process's console for the run
+        if what == "lines":
+            # The process's console for the run, as `funchost start` configures it: its stdout
+            # redirected to /dev/null, block-buffered, or writing each line through (-unbuffered-).
+            sys.stdout = open(os.devnull, "w", buffering=1 if "-unbuffered-" in name else -1)  # noqa: SIM115
             logs.configure("text")
-        elif what == "lines":
-            logs.configure("text", stream=open(os.devnull, "w"))  # noqa: SIM115 - the console for the run
 
         async def toggle(on: bool) -> None:
             if what == "history":

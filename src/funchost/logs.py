@@ -141,21 +141,23 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
     interpreter finalizes aborts the process. It is told to finish (after a last flush) from
     `threading`'s exit hooks, which run before the interpreter waits for threads.
 
-    On a stream that writes every line through (PYTHONUNBUFFERED, `python -u`, line buffering:
-    `defers`), the invocations' Executing/Executed lines (`direct_lines`) written on an event loop
-    wait in `waiting` and go out in one write: written by the flusher LINES_DELAY after the first
-    of them (a thread, not a timer of the loop: a function that blocks the loop does not hold back
-    its own Executing line), before any other line (`emit`, `print_line`), before what the app
-    writes to sys.stdout or sys.stderr (`user_output`, for the console of `configure`; for another,
-    before user code runs: `write_waiting`, called by the executor) and on `flush`. Written one by
-    one, each line costs a write system call that also hands the GIL to other threads and back.
+    On any stream that is not a terminal (`defers`), the invocations' Executing/Executed lines
+    (`direct_lines`) written on an event loop wait in `waiting` and go out in one write: written by
+    the flusher LINES_DELAY after the first of them on a stream that writes every line through
+    (PYTHONUNBUFFERED, `python -u`, line buffering), FLUSH_INTERVAL after on a block-buffered one
+    (where they waited as long in the stream's buffer before), by a thread, not a timer of the
+    loop (a function that blocks the loop does not hold back its own Executing line); before any
+    other line (`emit`, `print_line`), before what the app writes to sys.stdout or sys.stderr
+    (`user_output`, for the console of `configure`; for another, before user code runs:
+    `write_waiting`, called by the executor) and on `flush`. Written one by one, each line costs a
+    write system call that also hands the GIL to other threads and back, or on a block-buffered
+    stream the lock and an encoding into its buffer (the two lines of an HTTP invocation: 5.8 µs
+    against 4.2 deferred, benchmarks/README.md, "Seventh pass").
     """
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__(stream)
-        self.buffered = not _is_terminal(stream)
-        self.defers = self.buffered and bool(getattr(stream, "write_through", False)
-                                             or getattr(stream, "line_buffering", False))
+        self._describe(stream)
         self._dirty = False
         self._wake = threading.Event()
         self._stopping = threading.Event()  # ends the flusher's wait at once (`_signal_stop`)
@@ -164,6 +166,20 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
         self.waiting: deque[str] = deque()  # appended on the loop, taken under the lock by any thread
         self._lines_due = False  # the flusher was woken for the waiting lines
         self.orders_user_output = False  # the app's sys.stdout/sys.stderr write the waiting lines first
+
+    def _describe(self, stream: TextIO) -> None:
+        self.buffered = not _is_terminal(stream)
+        self.defers = self.buffered
+        self.writes_through = bool(getattr(stream, "write_through", False) or getattr(stream, "line_buffering", False))
+
+    def setStream(self, stream: TextIO) -> TextIO | None:  # noqa: N802 - logging's name
+        """The lines waiting for the old stream go to it first; the new one's kind decides the rest."""
+        with self.lock:  # type: ignore[union-attr]
+            if self.waiting and stream is not self.stream:
+                self._write_waiting()
+        old = super().setStream(stream)
+        self._describe(stream)
+        return old
 
     def queue_line(self, line: str) -> None:
         """A line formatted elsewhere (`direct_lines`): written with the others waiting (class
@@ -273,7 +289,7 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self._wake.wait()
             self._wake.clear()
             if not self._closing:
-                self._stopping.wait(LINES_DELAY if self.defers else FLUSH_INTERVAL)
+                self._stopping.wait(LINES_DELAY if self.writes_through else FLUSH_INTERVAL)
             self._lines_due = False  # before the write: a line queued from now on wakes us again
             try:
                 self.flush()

@@ -5,11 +5,12 @@ still waiting, so what a function prints follows its Executing line.
 Without this the executor wrote the waiting lines before every function ran, in case it printed:
 one write system call per invocation, which also hands the GIL to the other threads and back
 (`benchmarks/README.md`, "Fifth pass": the two lines then cost 27 µs of CPU per HTTP invocation).
-With it, the lines of `logs.LINES_DELAY` go out in one write unless the app writes in between.
+With it, the lines of `logs.LINES_DELAY` (of `logs.FLUSH_INTERVAL` on a block-buffered stdout) go
+out in one write unless the app writes in between.
 
 What bypasses Python's text streams (`sys.stdout.buffer`, `os.write(1, ...)`, a child process
 writing to the inherited descriptor) is not ordered and may come before the lines of the last
-2 ms (docs/deviations.md, "Console output").
+2 ms, or 0.1 s on a block-buffered stdout (docs/deviations.md, "Console output").
 """
 
 from __future__ import annotations

@@ -85,9 +85,13 @@ def test_a_host_json_value_of_the_wrong_type_names_its_path_and_stops_the_start(
     assert "host.json: extensions.queues.batchSize: must be an integer" in result.stderr
 
 
-def test_text_output_has_invocation_lines_and_tagged_user_logs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stdout", ["unbuffered", "block-buffered"])
+def test_text_output_has_invocation_lines_and_tagged_user_logs(tmp_path: Path, stdout: str) -> None:
+    """On either kind of stdout (a file here) the lines wait and go out together; what a function
+    prints still comes between its two lines, and the lines come out while the host runs."""
     write_app(tmp_path / "app", LOGGING_APP)
-    host = start_funchost(tmp_path / "app", data_dir=tmp_path / "data")
+    env = {"PYTHONUNBUFFERED": ""} if stdout == "block-buffered" else {}  # empty: Python buffers stdout
+    host = start_funchost(tmp_path / "app", data_dir=tmp_path / "data", env=env)
     try:
         assert httpx.get(f"{host.base_url}/api/hello").text == "hi"
         assert httpx.get(f"{host.base_url}/api/printing").text == "printed"
@@ -101,7 +105,7 @@ def test_text_output_has_invocation_lines_and_tagged_user_logs(tmp_path: Path) -
     assert executed and "Duration=" in executed[0]
     invocation_id = executed[0].split("Id=")[1].split(",")[0]
     assert f"[Functions.hello Id={invocation_id}] user says hello" in output
-    # What a function prints comes between its two lines (stdout is unbuffered: the lines wait).
+    # What a function prints comes between its two lines (the lines wait on either stdout).
     assert output.index("Executing 'Functions.printing'") < output.index("printed by the function") \
         < output.index("Executed 'Functions.printing'")
     assert "ValueError: broken on purpose" in output

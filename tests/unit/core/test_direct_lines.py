@@ -205,11 +205,38 @@ def write_through_console() -> Iterator[tuple[logs.ConsoleHandler, list[str]]]:
         yield handler, writes
 
 
-def test_only_a_stream_writing_each_line_through_defers_lines() -> None:
-    assert logs.ConsoleHandler(io.TextIOWrapper(io.BytesIO(), write_through=True)).defers
-    assert logs.ConsoleHandler(io.TextIOWrapper(io.BytesIO(), line_buffering=True)).defers
-    assert not logs.ConsoleHandler(io.TextIOWrapper(io.BytesIO())).defers  # its own buffer: written at once
-    assert not logs.ConsoleHandler(io.StringIO()).defers
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_every_stream_but_a_terminal_defers_lines_for_as_long_as_its_kind_holds_them() -> None:
+    through = [logs.ConsoleHandler(io.TextIOWrapper(io.BytesIO(), write_through=True)),
+               logs.ConsoleHandler(io.TextIOWrapper(io.BytesIO(), line_buffering=True))]
+    buffered = [logs.ConsoleHandler(io.TextIOWrapper(io.BytesIO())), logs.ConsoleHandler(io.StringIO())]
+    assert all(h.defers and h.writes_through for h in through)  # LINES_DELAY
+    assert all(h.defers and not h.writes_through for h in buffered)  # FLUSH_INTERVAL, as its buffer did
+    assert not logs.ConsoleHandler(Terminal()).defers  # a person reads it: each line at once
+    handler = buffered[0]
+    handler.setStream(Terminal())
+    assert not handler.defers
+
+
+async def test_on_a_block_buffered_console_the_lines_wait_in_one_place_and_keep_their_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines queued on a loop reach a buffered stream in one write, after what came before them and
+    before what follows: the flush interval, a host line, or a flush."""
+    with only_console() as (handler, stream):
+        handler.setStream(stream)
+        assert handler.defers and not handler.writes_through
+        logging.getLogger("funchost.host").warning("before")
+        for message, fields in LINES:
+            assert direct_lines.write(logging.INFO, message, *fields)
+        assert [line.split("] ", 1)[1] for line in stream.getvalue().splitlines()] == ["before"]
+        logging.getLogger("funchost.host").warning("after")
+        handler.flush()
+        assert [line.split("] ", 1)[1] for line in stream.getvalue().splitlines()] == [
+            "before", LINES[0][0], LINES[1][0], "after"]
 
 
 async def test_on_an_event_loop_waiting_lines_are_written_together_before_any_other(
