@@ -151,8 +151,8 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
     (`user_output`, for the console of `configure`; for another, before user code runs:
     `write_waiting`, called by the executor) and on `flush`. Written one by one, each line costs a
     write system call that also hands the GIL to other threads and back, or on a block-buffered
-    stream the lock and an encoding into its buffer (the two lines of an HTTP invocation: 5.8 µs
-    against 4.2 deferred, benchmarks/README.md, "Seventh pass").
+    stream the lock and an encoding into its buffer (the two lines of an HTTP invocation: 5.05 µs
+    against 4.37 deferred, benchmarks/README.md, "Seventh pass").
     """
 
     def __init__(self, stream: TextIO) -> None:
