@@ -205,7 +205,6 @@ class SqliteDatabase:
         self._connections.clear()
 
 
-
 class QuickStatements:
     """`db.quick.read(fn)` / `db.quick.write(fn)`: bounded work on the loop's own connection,
     the file's thread when that would wait (module docstring). A `Writer` for `WriteGroup`."""
@@ -248,21 +247,12 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
         raise
 
 
-class _immediate:
-    """BEGIN IMMEDIATE / COMMIT / ROLLBACK as a context manager (isolation_level=None)."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
-        return self.conn
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
-            self.conn.execute("COMMIT")
-        else:
-            self.conn.execute("ROLLBACK")
+@contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE, then `_transaction`'s COMMIT / ROLLBACK (isolation_level=None)."""
+    conn.execute("BEGIN IMMEDIATE")
+    with _transaction(conn):
+        yield conn
 
 
 def _split(schema: str) -> list[str]:
