@@ -169,8 +169,13 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     def _describe(self, stream: TextIO) -> None:
         self.buffered = not _is_terminal(stream)
-        self.defers = self.buffered
         self.writes_through = bool(getattr(stream, "write_through", False) or getattr(stream, "line_buffering", False))
+
+    @property
+    def defers(self) -> bool:
+        """Whether the invocation lines made on a loop wait (class docstring): on every stream
+        that is not a terminal."""
+        return self.buffered
 
     def setStream(self, stream: TextIO) -> TextIO | None:  # noqa: N802 - logging's name
         """The lines waiting for the old stream go to it first; the new one's kind decides the rest."""

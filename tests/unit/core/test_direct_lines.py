@@ -200,8 +200,7 @@ def write_through_console() -> Iterator[tuple[logs.ConsoleHandler, list[str]]]:
     stream = Recording()
     writes = stream.writes
     with only_console() as (handler, _):
-        handler.setStream(stream)
-        handler.defers = True
+        handler.setStream(stream)  # a stream that writes each line through: the lines wait
         yield handler, writes
 
 
