@@ -57,6 +57,7 @@ class HostServices:
     keys: KeyStore | None = None  # HTTP keys, once the HTTP surface exists
     status: StatusProvider | None = None  # GET /admin/host/status
     http_mounts: list[HttpMount] = field(default_factory=list)
+    mount_prefixes: tuple[str, ...] = ()  # every mount's prefix: one look rules most requests out
     loop: asyncio.AbstractEventLoop | None = None  # the host's event loop, once started
     _by_type: dict[type, object] = field(default_factory=dict)
 
@@ -86,8 +87,10 @@ class HostServices:
     def mount(self, prefix: str, app: ASGIApp) -> HttpMount:
         mounted = HttpMount(prefix, app)
         self.http_mounts.append(mounted)
+        self.mount_prefixes = tuple(m.prefix for m in self.http_mounts)
         return mounted
 
     def unmount(self, mounted: HttpMount) -> None:
         if mounted in self.http_mounts:
             self.http_mounts.remove(mounted)
+            self.mount_prefixes = tuple(m.prefix for m in self.http_mounts)

@@ -148,10 +148,14 @@ async def test_extension_mounts_come_first(make_runtime, function_factory, keys)
         await send({"type": "http.response.body", "body": b"mounted"})
 
     runtime = make_runtime([function_factory("hooks", route="{*all}")])
-    runtime.services.mount("/runtime/webhooks/eventgrid", mounted)
+    mount = runtime.services.mount("/runtime/webhooks/eventgrid", mounted)
     async with client_for(runtime, keys) as client:
         assert (await client.post("/runtime/webhooks/eventgrid?functionName=x")).status_code == 299
+        assert (await client.post("/runtime/webhooks/eventgrid/sub")).status_code == 299
+        assert (await client.post("/runtime/webhooks/eventgridx")).status_code == 404  # not under it
         assert (await client.get("/api/anything")).status_code == 200
+        runtime.services.unmount(mount)
+        assert (await client.post("/runtime/webhooks/eventgrid?functionName=x")).status_code == 404
 
 
 async def test_request_queue_rejects_beyond_max_outstanding_with_429(make_runtime, function_factory, invoker, keys):

@@ -256,6 +256,18 @@ async def test_keep_alive_timeout_restarts_after_each_response(app):
     assert transport.closed and transport.statuses == [200]
 
 
+async def test_a_response_arms_no_timer_of_its_own_the_heartbeat_keeps_the_keep_alive_timeout(app):
+    server = server_with(app, keep_alive_timeout=10.0)
+    protocol, transport = server.connect()
+    protocol.data_received(GET + GET)  # the second is pipelined behind the first
+    await settle()
+    await settle()
+    assert transport.statuses == [200, 200] and server.state.total_requests == 2
+    assert protocol.timeout_keep_alive_task is None  # uvicorn would arm one after each response
+    server.board.tick(11.0)
+    assert transport.closed
+
+
 async def test_a_body_slower_than_the_minimum_rate_gets_408_after_the_grace_period(app):
     server = server_with(app, min_body_bytes_per_second=240.0, min_body_grace_period=5.0)
     protocol, transport = server.connect()

@@ -101,10 +101,12 @@ class FunctionsApp:
                 await send({"type": "websocket.close", "code": 1000})
             return
         path: str = scope["path"]
-        for mounted in self.runtime.services.http_mounts:
-            if mounted.matches(path):
-                await mounted.app(scope, receive, send)
-                return
+        services = self.runtime.services
+        if path.startswith(services.mount_prefixes):  # a path under a mount starts with its prefix
+            for mounted in services.http_mounts:
+                if mounted.matches(path):
+                    await mounted.app(scope, receive, send)
+                    return
         if self.custom_headers:
             send = self._with_custom_headers(send)
         lowered = path.lower()

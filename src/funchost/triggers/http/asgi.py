@@ -73,6 +73,10 @@ async def respond(send: Send, status: int, body: bytes = b"",
         body = b""  # the server would write it after the headers and corrupt the connection
     else:
         all_headers.append((b"content-length", str(len(body)).encode()))
+    # uvicorn's cycle (whole_response.py) writes it at once; any other server gets the messages.
+    send_whole = getattr(getattr(send, "__self__", None), "send_whole", None)
+    if send_whole is not None and send_whole(status, all_headers, body):
+        return
     await send({"type": "http.response.start", "status": status, "headers": all_headers, BODY_FOLLOWS: True})
     await send({"type": "http.response.body", "body": body})
 

@@ -217,8 +217,15 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         super().on_message_complete()
 
     def on_response_complete(self) -> None:
+        # uvicorn's, without the keep-alive timer it arms after every response (and cancels at the
+        # next request's first bytes): the heartbeat closes idle connections (`tick`).
         queued = bool(self.pipeline)
-        super().on_response_complete()  # starts a pipelined request, or arms uvicorn's keep-alive timer
+        self.server_state.total_requests += 1
+        if not self.transport.is_closing():
+            self.flow.resume_reading()
+            if queued:
+                cycle, app = self.pipeline.pop()
+                self._start_asgi_task(cycle, app)  # the next pipelined request
         if queued:
             return  # the next pipelined request is running now
         if self._rejection is not None:

@@ -2,10 +2,15 @@
 
 uvicorn writes the status line and headers when `http.response.start` arrives and the body when
 `http.response.body` does: two writes, two system calls per response. A sender that knows the
-body follows at once (the function router, `asgi.respond`) marks the start message with
-`BODY_FOLLOWS`; the head is then held and written together with the body. The bytes on the wire
-are the same; only their grouping into writes changes. Unmarked messages (streamed responses,
-other ASGI applications) are sent exactly as uvicorn sends them.
+body follows at once (the function router, `asgi.respond`) hands both to `send_whole` when the
+server is uvicorn's cycle (`WholeResponseCycle`): the head and body are checked and framed as
+uvicorn's two sends would, and written together, with no ASGI messages built or awaited. The
+bytes on the wire, the cycle's state and the errors are the same; only their grouping into
+writes changes (`tests/unit/http/test_whole_response.py` compares them). Where that path does not
+apply (the transport asked the writer to pause, an access log, a response already started), the
+start message is marked `BODY_FOLLOWS` instead and its head is held until the body comes.
+Unmarked messages (streamed responses, other ASGI applications) are sent exactly as uvicorn sends
+them.
 """
 
 from __future__ import annotations
@@ -13,9 +18,17 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
+from uvicorn.protocols.http.httptools_impl import (
+    HEADER_RE,
+    HEADER_VALUE_RE,
+    STATUS_LINE,
+    RequestResponseCycle,
+)
 
 from funchost.triggers.http.asgi import BODY_FOLLOWS
+
+_NO_CHUNKS = (204, 304)  # uvicorn frames no body for these when no length is given
+_LAST_CHUNK = b"0\r\n\r\n"
 
 
 class _HeadHolder:
@@ -63,6 +76,67 @@ class WholeResponseCycle(RequestResponseCycle):
     beyond `_held_head`, so a cycle's class can be switched after uvicorn creates it)."""
 
     _held_head: bytes | None = None
+
+    def send_whole(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> bool:
+        """Send a whole response now, as `http.response.start` then `http.response.body` (no
+        `more_body`) through uvicorn's `send` would; False (nothing done) where that `send` has
+        to run instead: the writer must wait for the transport to drain, the access log is on,
+        or the response has started."""
+        if self.response_started or self.access_log or self.flow.write_paused:
+            return False
+        if self.disconnected:
+            return True  # uvicorn's send drops it too
+        # The start, as uvicorn's send checks and frames it.
+        self.response_started = True
+        self.waiting_for_100_continue = False
+        content = [STATUS_LINE[status]]
+        has_connection_close = False
+        for name, value in (*self.default_headers, *headers):
+            if HEADER_RE.search(name):
+                raise RuntimeError("Invalid HTTP header name.")
+            if HEADER_VALUE_RE.search(value):
+                raise RuntimeError("Invalid HTTP header value.")
+            name = name.lower()
+            if name == b"content-length" and self.chunked_encoding is None:
+                self.expected_content_length = int(value.decode())
+                self.chunked_encoding = False
+            elif name == b"transfer-encoding" and value.lower() == b"chunked":
+                self.expected_content_length = 0
+                self.chunked_encoding = True
+            elif name == b"connection":
+                if b"close" in [token.lower().strip() for token in value.split(b",")]:
+                    self.keep_alive = False
+                    has_connection_close = True
+            content += (name, b": ", value, b"\r\n")
+        if not self.keep_alive and not has_connection_close:
+            content.append(b"connection: close\r\n")
+        head_request = self.scope["method"] == "HEAD"
+        if self.chunked_encoding is None and not head_request and status not in _NO_CHUNKS:
+            self.chunked_encoding = True
+            content.append(b"transfer-encoding: chunked\r\n")
+        content.append(b"\r\n")
+        # The body, as uvicorn's send of the last body message frames it.
+        if head_request:
+            self.expected_content_length = 0
+        elif self.chunked_encoding:
+            if body:
+                content += (b"%x\r\n" % len(body), body, b"\r\n")
+            content.append(_LAST_CHUNK)
+        elif len(body) > self.expected_content_length:
+            self.transport.write(b"".join(content))  # uvicorn wrote the head before it refused the body
+            raise RuntimeError("Response content longer than Content-Length")
+        else:
+            self.expected_content_length -= len(body)
+            content.append(body)
+        self.transport.write(b"".join(content))
+        if self.expected_content_length != 0:
+            raise RuntimeError("Response content shorter than Content-Length")
+        self.response_complete = True
+        self.message_event.set()
+        if not self.keep_alive:
+            self.transport.close()
+        self.on_response()
+        return True
 
     async def send(self, message: Any) -> None:
         held = self._held_head
