@@ -129,7 +129,9 @@ def camel_key(key: str) -> str:
 
 
 FLUSH_INTERVAL = 0.1  # seconds a console line may wait in the buffer when stdout is not a terminal
-LINES_DELAY = 0.002  # seconds the invocation lines may wait for more (`ConsoleHandler.queue_line`)
+LINES_DELAY = 0.02  # seconds the invocation lines may wait for more (`ConsoleHandler.queue_line`); each write
+# takes the GIL from the busy loop and back: at 2 ms the console's thread cost 2.3 µs of CPU per HTTP
+# request served, at 20 ms 0.5 (benchmarks/README.md, "Eighth pass")
 
 
 class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
