@@ -151,3 +151,23 @@ def test_a_route_value_of_thousands_of_digits_does_not_match_an_int_route(functi
     table, _ = RouteTable.build([function_factory("item", route="items/{id:int}")], "api")
     assert table.match("GET", "/api/items/" + "1" * 5000) is None
     assert table.match("GET", "/api/items/12") is not None
+
+
+def test_a_path_asked_again_gets_the_same_answer_and_values_of_its_own(function_factory, monkeypatch) -> None:
+    from funchost.triggers.http import routing
+
+    table, _ = RouteTable.build([function_factory("item", route="items/{id:int}", methods=["GET"]),
+                                 function_factory("zoo", route="{*rest}")], "api")
+    first = table.match("GET", "/api/items/7")
+    assert first is not None and first[0].function.name == "item" and first[1] == {"id": "7"}
+    first[1]["id"] = "changed by the caller"
+    again = table.match("GET", "/api/items/7")
+    assert again is not None and again[0] is first[0] and again[1] == {"id": "7"}
+    post = table.match("POST", "/api/items/7")  # the method is part of the question
+    assert post is not None and post[0].function.name == "zoo"
+    assert table.match("GET", "/elsewhere") is None and table.match("GET", "/elsewhere") is None
+    monkeypatch.setattr(routing, "MATCHES_KEPT", 3)
+    for n in range(10):  # a flood of new paths: the answers kept stay bounded, each still right
+        found = table.match("GET", f"/api/items/{n}")
+        assert found is not None and found[1] == {"id": str(n)}
+        assert len(table._answers) <= 3

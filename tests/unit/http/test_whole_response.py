@@ -246,3 +246,56 @@ async def test_respond_writes_once_through_the_cycle_and_sends_messages_elsewher
     paused.flow._is_writable_event.set()  # drained at once: uvicorn's send goes on
     await respond(paused.send, 200, b"ok")
     assert transport.writes == [b"HTTP/1.1 200 OK\r\ndate: Fri, 04 Dec 2026 23:00:00 GMT\r\ncontent-length: 2\r\n\r\nok"]
+
+
+# -- whole_body, beside uvicorn's receive ------------------------------------------------------------
+
+@pytest.mark.parametrize(("body", "more_body", "expect_100", "disconnected", "complete"), [
+    (b"", False, False, False, False),
+    (b'{"a": 1}', False, False, False, False),
+    (b"part", True, False, False, False),  # more to come: receive() must wait for it
+    (b"all", False, True, False, False),  # receive() tells the client "100 Continue" first
+    (b"all", False, False, True, False),
+    (b"all", False, False, False, True),
+])
+async def test_whole_body_is_what_receive_returns_or_declines(body, more_body, expect_100, disconnected, complete):
+    plain, plain_transport, _ = cycle(RequestResponseCycle, expect_100=expect_100)
+    held, held_transport, _ = cycle(WholeResponseCycle, expect_100=expect_100)
+    for made in (plain, held):
+        made.body = bytearray(body)
+        made.more_body = more_body
+        made.disconnected = disconnected
+        made.response_complete = complete
+        made.message_event.set()
+        made.flow.pause_reading()
+    assert isinstance(held, WholeResponseCycle)
+    taken = held.whole_body()
+    if more_body or expect_100 or disconnected or complete:
+        assert taken is None and bytes(held.body) == body and held.message_event.is_set()
+        return
+    message = await plain.receive()
+    assert message == {"type": "http.request", "body": body, "more_body": False} and taken == body
+    assert bytes(held.body) == bytes(plain.body) == b""
+    assert held.message_event.is_set() == plain.message_event.is_set()
+    assert held.flow.read_paused == plain.flow.read_paused
+    assert held_transport.writes == plain_transport.writes == []
+
+
+async def test_read_body_takes_a_whole_body_from_the_cycle_and_reads_messages_elsewhere():
+    from funchost.triggers.http.asgi import BodyTooLarge, read_body
+
+    held, _, _ = cycle(WholeResponseCycle)
+    held.body, held.more_body = bytearray(b"0123456789"), False
+    held.message_event.set()
+    assert await read_body({"headers": []}, held.receive, limit=100) == b"0123456789"
+    held.body = bytearray(b"0123456789")
+    with pytest.raises(BodyTooLarge):
+        await read_body({"headers": []}, held.receive, limit=5)
+
+    messages = [{"type": "http.request", "body": b"ab", "more_body": True},
+                {"type": "http.request", "body": b"cd", "more_body": False}]
+
+    async def other_server() -> dict[str, Any]:
+        return messages.pop(0)
+
+    assert await read_body({"headers": []}, other_server, limit=100) == b"abcd"

@@ -351,9 +351,15 @@ def validate_route(function: FunctionSpec, others: Iterable[FunctionSpec]) -> No
             raise ConfigError(f"The route specified conflicts with the route defined by function '{other.name}'.")
 
 
+MATCHES_KEPT = 1024  # (method, path) answers remembered; the table forgets them all when full
+
+
 class RouteTable:
     def __init__(self, routes: Iterable[HttpRoute]) -> None:
         self.routes = tuple(sorted(routes, key=lambda r: sort_key(r.function.name)))
+        # A path's answer depends only on the method, the path and the (fixed) routes: a path
+        # requested again (the common case) is answered without splitting it and trying each route.
+        self._answers: dict[tuple[str, str], tuple[HttpRoute, dict[str, str]] | None] = {}
 
     @classmethod
     def build(cls, functions: Iterable[FunctionSpec], route_prefix: str) -> tuple[RouteTable, dict[str, str]]:
@@ -376,6 +382,19 @@ class RouteTable:
         return cls(routes), errors
 
     def match(self, method: str, path: str) -> tuple[HttpRoute, dict[str, str]] | None:
+        """The route that takes the request and its route values (a dict of the caller's own)."""
+        key = (method, path)
+        answers = self._answers
+        if key in answers:
+            found = answers[key]
+        else:
+            found = self._match(method, path)
+            if len(answers) >= MATCHES_KEPT:
+                answers.clear()
+            answers[key] = found
+        return None if found is None else (found[0], dict(found[1]))
+
+    def _match(self, method: str, path: str) -> tuple[HttpRoute, dict[str, str]] | None:
         segments = split_path(path)
         for route in self.routes:
             if not route.allows(method):

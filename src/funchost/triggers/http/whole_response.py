@@ -11,6 +11,9 @@ apply (the transport asked the writer to pause, an access log, a response alread
 start message is marked `BODY_FOLLOWS` instead and its head is held until the body comes.
 Unmarked messages (streamed responses, other ASGI applications) are sent exactly as uvicorn sends
 them.
+
+The request's side is the same: a reader that wants the whole body (`asgi.read_body`) takes it
+with `whole_body` once it has all arrived, as `receive` would return it in one message.
 """
 
 from __future__ import annotations
@@ -76,6 +79,18 @@ class WholeResponseCycle(RequestResponseCycle):
     beyond `_held_head`, so a cycle's class can be switched after uvicorn creates it)."""
 
     _held_head: bytes | None = None
+
+    def whole_body(self) -> bytes | None:
+        """The request's body when all of it has arrived, taken as uvicorn's `receive` would take
+        it in one `http.request` message without waiting; None where `receive` has to run (more
+        body to come, a client waiting for "100 Continue", a disconnect, a response already sent)."""
+        if self.more_body or self.waiting_for_100_continue or self.disconnected or self.response_complete:
+            return None
+        self.flow.resume_reading()
+        self.message_event.clear()
+        body = bytes(self.body)
+        self.body = bytearray()
+        return body
 
     def send_whole(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> bool:
         """Send a whole response now, as `http.response.start` then `http.response.body` (no
