@@ -305,6 +305,22 @@ async def test_body_rate_zero_disables_the_check(app):
     assert not transport.closed
 
 
+async def test_a_body_left_unsent_after_its_response_is_dropped_until_the_client_is_idle_for_the_keep_alive_timeout(app):
+    server = server_with(app, min_body_bytes_per_second=0.0, keep_alive_timeout=10.0)
+    protocol, transport = server.connect()
+    protocol.data_received(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc")
+    await settle()
+    assert transport.statuses == [200]  # answered after the first part of its body
+    server.board.tick(5.0)
+    protocol.data_received(b"d" * 10)  # more of the body: read and dropped
+    server.board.tick(11.0)
+    assert not transport.closed  # the client sent some within the timeout
+    server.board.tick(20.0)
+    assert not transport.closed
+    server.board.tick(22.0)
+    assert transport.closed and transport.statuses == [200]
+
+
 async def test_starved_heartbeats_do_not_count_against_the_client(app):
     server = server_with(app, min_body_grace_period=5.0)
     protocol, transport = server.connect()

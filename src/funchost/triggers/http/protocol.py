@@ -124,6 +124,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._head_bound = 0  # at least the head's size: the reads it came in
         self._body_bytes = 0
         self._body_seconds = 0.0
+        self._drained = 0  # body bytes read by the last look at a body being dropped
         self._refused = False
         self._rejection: Rejected | None = None  # answered once the earlier responses are sent
         self._deaf = False  # refused or rejected: what the client sends now is not read
@@ -234,6 +235,9 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         elif self._phase == APP:
             self._phase = IDLE
             self._deadline = self.board.now + self.limits.keep_alive_timeout
+        elif self._phase == BODY:  # answered before its body ended: the rest is read and dropped
+            self._deadline = self.board.now + self.limits.keep_alive_timeout
+            self._drained = self._body_bytes
 
     # --- timeouts (heartbeat) -------------------------------------------------------------------
 
@@ -250,6 +254,15 @@ class GuardedHttpProtocol(HttpToolsProtocol):
                 seconds = self._body_seconds
                 if seconds > self.limits.min_body_grace_period and self._body_bytes / seconds < rate:
                     self.reject(Rejected(408, "request body data rate below the minimum"))
+                    return
+            if self.cycle.response_complete and now >= self._deadline:
+                # The response is sent and the rest of the body is only being dropped: a client
+                # that sends nothing of it for the keep-alive timeout is closed (as an idle one).
+                if self._body_bytes == self._drained:
+                    self.transport.close()
+                    return
+                self._drained = self._body_bytes
+                self._deadline = now + self.limits.keep_alive_timeout
         elif phase == HEAD and now >= self._deadline:
             self.reject(Rejected(408, "request headers not received in time"))
         elif phase == IDLE and now >= self._deadline:

@@ -352,6 +352,7 @@ def validate_route(function: FunctionSpec, others: Iterable[FunctionSpec]) -> No
 
 
 MATCHES_KEPT = 1024  # (method, path) answers remembered; the table forgets them all when full
+KEPT_PATH_LENGTH = 512  # longer paths are matched each time (the answers kept stay small)
 
 
 class RouteTable:
@@ -389,9 +390,10 @@ class RouteTable:
             found = answers[key]
         else:
             found = self._match(method, path)
-            if len(answers) >= MATCHES_KEPT:
-                answers.clear()
-            answers[key] = found
+            if len(path) <= KEPT_PATH_LENGTH:
+                if len(answers) >= MATCHES_KEPT:
+                    answers.clear()
+                answers[key] = found
         return None if found is None else (found[0], dict(found[1]))
 
     def _match(self, method: str, path: str) -> tuple[HttpRoute, dict[str, str]] | None:
