@@ -10,7 +10,7 @@ out in one write unless the app writes in between.
 
 What bypasses Python's text streams (`sys.stdout.buffer`, `os.write(1, ...)`, a child process
 writing to the inherited descriptor) is not ordered and may come before the lines of the last
-2 ms, or 0.1 s on a block-buffered stdout (docs/deviations.md, "Console output").
+20 ms, or 0.1 s on a block-buffered stdout (docs/deviations.md, "Console output").
 """
 
 from __future__ import annotations

@@ -87,10 +87,13 @@ class HostServices:
     def mount(self, prefix: str, app: ASGIApp) -> HttpMount:
         mounted = HttpMount(prefix, app)
         self.http_mounts.append(mounted)
-        self.mount_prefixes = tuple(m.prefix for m in self.http_mounts)
+        self._mounts_changed()
         return mounted
 
     def unmount(self, mounted: HttpMount) -> None:
         if mounted in self.http_mounts:
             self.http_mounts.remove(mounted)
-            self.mount_prefixes = tuple(m.prefix for m in self.http_mounts)
+            self._mounts_changed()
+
+    def _mounts_changed(self) -> None:
+        self.mount_prefixes = tuple(m.prefix for m in self.http_mounts)
