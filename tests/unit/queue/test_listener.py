@@ -135,6 +135,68 @@ async def test_a_local_write_does_not_end_the_batch_threshold_wait(rig_factory):
     await listener.stop()
 
 
+class HeldDeletes:
+    """The processor's queue service with its deletes held until `release` is set (a slow
+    delete round trip); everything else goes straight through."""
+
+    def __init__(self, service) -> None:
+        self._service = service
+        self.release = asyncio.Event()
+        self.waiting = 0
+
+    def __getattr__(self, name):
+        return getattr(self._service, name)
+
+    async def delete_message(self, *args, **kwargs):
+        self.waiting += 1
+        try:
+            await self.release.wait()
+        finally:
+            self.waiting -= 1
+        return await self._service.delete_message(*args, **kwargs)
+
+
+async def started_with_held_deletes(rig_factory, messages: int):
+    """A listener (batch 4, threshold 2) started on `messages` waiting messages, its deletes held."""
+    rig = rig_factory(options=QueuesOptions(batch_size=4, new_batch_threshold=2))
+    tools = QueueTools(rig.runtime)
+    for i in range(messages):
+        await tools.send("work", str(i))
+    listener = rig.listener()
+    deletes = listener.processor.service = HeldDeletes(listener.processor.service)
+    await listener.start()
+    return rig, tools, listener, deletes
+
+
+async def test_the_next_fetch_overlaps_the_deletes_of_messages_whose_function_returned(rig_factory):
+    """A message stops counting toward newBatchThreshold once its function returns: the next
+    fetch does not wait for the round trip of the batch's deletes (docs/deviations.md)."""
+    rig, tools, listener, deletes = await started_with_held_deletes(rig_factory, 8)
+    await rig.settle()
+    assert listener.fetches == 2 and deletes.waiting == 8  # both batches ran while the deletes wait
+    assert sorted(rig.invoker.bodies(), key=int) == [str(i) for i in range(8)]
+    assert rig.invoker.max_running <= 4 + 2
+    deletes.release.set()
+    await rig.settle()
+    assert await tools.count("work") == 0
+    await listener.stop()
+
+
+async def test_deletes_slower_than_the_fetches_hold_at_most_two_batches_and_the_threshold(rig_factory):
+    """The fetch also waits while more than batchSize + newBatchThreshold messages are held,
+    so deletes that do not return cannot make the listener take the whole queue."""
+    rig, tools, listener, deletes = await started_with_held_deletes(rig_factory, 40)
+    for _ in range(5):
+        await rig.advance(1)
+    # Fetched while at most 4 + 2 were held: the batch that crossed the line is the last.
+    assert listener.fetches == 2 and listener.in_flight == 8 and deletes.waiting == 8
+    deletes.release.set()
+    for _ in range(20):
+        await rig.advance(0.2)
+    assert len(rig.invoker.requests) == 40 and await tools.count("work") == 0
+    await listener.stop()
+
+
 async def test_graceful_stop_completes_in_flight_messages(rig_factory):
     release = asyncio.Event()
 

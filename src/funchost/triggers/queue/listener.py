@@ -2,9 +2,17 @@
 
 One listener per queue-triggered function, on the shared `PollLoop` with WebJobs' randomized
 exponential back-off. A non-empty batch is processed concurrently and the next fetch waits only
-until no more than `newBatchThreshold` messages are still in flight, so at most batchSize +
-newBatchThreshold run at once. A local write to the queue (`notify`) ends the back-off, never the
-threshold wait. The monitored queue is never created by the listener.
+until no more than `newBatchThreshold` messages are still running their function, so at most
+batchSize + newBatchThreshold run at once. A local write to the queue (`notify`) ends the back-off,
+never the threshold wait. The monitored queue is never created by the listener.
+
+WebJobs counts a message until its delete returns too. Its deletes are one request each and end
+one by one, so the fetch starts while the last deletes of a batch are still on their way. Here the
+deletes of a burst are one statement (`WriteGroup`, the PostgreSQL delete batch) and end together:
+counted to the end, every fetch would wait for that statement's round trip. A message therefore
+stops counting once its function has returned, and the fetch overlaps its delete
+(docs/deviations.md, "Queue trigger"). So that deletes slower than the fetches cannot pile up,
+the fetch also waits while more than batchSize + newBatchThreshold messages are held in all.
 """
 
 from __future__ import annotations
@@ -56,7 +64,9 @@ class QueueListener:
         self.loop = PollLoop(f"queue:{function.name}", self._poll, self.strategy, runtime.clock,
                              on_error=self._on_error)
         self._queue_exists: bool | None = None
-        self._processing: set[asyncio.Task[None]] = set()
+        self._processing: set[asyncio.Task[None]] = set()  # every message held, until deleted or released
+        self._running: set[asyncio.Task[None]] = set()  # those whose function has not returned yet
+        self._most_held = options.batch_size + options.new_batch_threshold
         self._stopping = asyncio.Event()  # ends the batch-threshold wait: nothing else does
         self._below: asyncio.Future[None] | None = None  # the threshold wait: resolved as a message finishes
         self._unsubscribe: Callable[[], None] | None = None
@@ -107,18 +117,33 @@ class QueueListener:
         self.fetches += 1
         if not messages:
             return False
-        create_task, process, processing, finished = (asyncio.get_running_loop().create_task,
-                                                      self.processor.process, self._processing, self._finished)
+        create_task, process, processing, running, finished, executed = (
+            asyncio.get_running_loop().create_task, self.processor.process, self._processing, self._running,
+            self._finished, self._executed)
         for message in messages:  # a task per message, on the processor's own coroutine
-            task = create_task(process(message), name=f"queue-message:{self.queue}/{message.id}")
+            task = create_task(process(message, executed), name=f"queue-message:{self.queue}/{message.id}")
             processing.add(task)
+            running.add(task)
             task.add_done_callback(finished)
         await self._wait_for_threshold()
         return True
 
+    def _below_threshold(self) -> bool:
+        return (len(self._running) <= self.options.new_batch_threshold
+                and len(self._processing) <= self._most_held)
+
+    def _executed(self) -> None:
+        """Called by the processor in a message's task once its function has returned."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._running.discard(task)  # the message's own task
+        if self._below_threshold():
+            self._resolve_below()
+
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._processing.discard(task)
-        if len(self._processing) <= self.options.new_batch_threshold:
+        self._running.discard(task)  # a message that ended before its function ran, or failed
+        if self._below_threshold():
             self._resolve_below()
         if task.cancelled():
             return
@@ -129,10 +154,11 @@ class QueueListener:
             log.error("processing a message from '%s' failed unexpectedly", self.queue, exc_info=error)
 
     async def _wait_for_threshold(self) -> None:
-        """Until no more than newBatchThreshold messages are in flight, or the listener stops: one
-        future, resolved by the finishing message that brings the count down (not a wait over
-        every task in flight, renewed as each one finishes)."""
-        while len(self._processing) > self.options.new_batch_threshold and not self._stopping.is_set():
+        """Until no more than newBatchThreshold messages run their function (and no more than
+        batchSize + newBatchThreshold are held), or the listener stops: one future, resolved by the
+        message that brings the count down (not a wait over every task in flight, renewed as each
+        one finishes)."""
+        while not self._below_threshold() and not self._stopping.is_set():
             self._below = asyncio.get_running_loop().create_future()
             try:
                 await self._below

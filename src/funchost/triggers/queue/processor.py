@@ -8,6 +8,7 @@ lease is gone" (PopReceiptMismatch, 404, 409) are expected and swallowed, as Web
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -57,8 +58,10 @@ class QueueProcessor:
         self.keeper: VisibilityKeeper[HeldMessage] = VisibilityKeeper(
             f"queue '{queue}'", runtime.clock, self._renew, interval=interval, minimum=minimum)
 
-    async def process(self, message: QueueMessage) -> None:
-        """Run one received message to completion; never raises storage errors of a lost lease."""
+    async def process(self, message: QueueMessage, executed: Callable[[], None] | None = None) -> None:
+        """Run one received message to completion; never raises storage errors of a lost lease.
+        `executed()` is called once its function has returned, before the delete or release (the
+        listener's next fetch waits for that, not for the delete)."""
         held = HeldMessage(message, message.pop_receipt or "", message.next_visible_time)
         try:
             body = decode_text(message.content, self.options.message_encoding)
@@ -76,6 +79,8 @@ class QueueProcessor:
             succeeded = await self.execute(message, body)
         finally:
             renewing = self.keeper.release(hold)
+            if executed is not None:
+                executed()
             if renewing is not None:
                 await renewing
         if succeeded:
