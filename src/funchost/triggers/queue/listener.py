@@ -11,7 +11,7 @@ one by one, so the fetch starts while the last deletes of a batch are still on t
 deletes of a burst are one statement (`WriteGroup`, the PostgreSQL delete batch) and end together:
 counted to the end, every fetch would wait for that statement's round trip. A message therefore
 stops counting once its function has returned, and the fetch overlaps its delete
-(docs/deviations.md, "Queue trigger"). So that deletes slower than the fetches cannot pile up,
+(docs/deviations.md, "Queues"). So that deletes slower than the fetches cannot pile up,
 the fetch also waits while more than batchSize + newBatchThreshold messages are held in all.
 """
 
@@ -142,7 +142,7 @@ class QueueListener:
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._processing.discard(task)
-        self._running.discard(task)  # a message that ended before its function ran, or failed
+        self._running.discard(task)  # a message that ended without running its function (undecodable, poisoned)
         if self._below_threshold():
             self._resolve_below()
         if task.cancelled():
