@@ -28,6 +28,7 @@ from funchost.errors import StorageError
 from funchost.runtime.activity import busy
 from funchost.settings.postgres import PostgresConfig
 from funchost.storage.postgres.connect import connect_kwargs, connect_sync, unreachable
+from funchost.storage.postgres.hot import HotStatements
 from funchost.storage.postgres.migrate import migrate
 from funchost.thread_pool import ThreadPool
 
@@ -68,6 +69,7 @@ class PgDatabase:
         self._sizes = (min_size, max_size)
         self._pool: Any = None
         self._pool_lock = asyncio.Lock()
+        self._hot = HotStatements.for_config(config, role)
         self._threads = ThreadPool(4, "postgres")
         self._local = threading.local()
         self._sync: list[Any] = []
@@ -134,6 +136,15 @@ class PgDatabase:
             # `pgresult.nfields`, not `description`: that builds a column object per field each call
             result = cursor.pgresult
             return list(await cursor.fetchall()) if result is not None and result.nfields else []
+
+    async def hot_rows(self, statement: str, args: dict[str, Any]) -> list[Any]:
+        """`rows()` for the queue's per-message statements: on asyncpg where it connects as libpq
+        would (`hot`), the rows indexable and unpackable as psycopg's tuples."""
+        if self._hot is None:
+            return await self.rows(statement, args)
+        if self._closed:
+            raise StorageError("the PostgreSQL backend is closed", code="InternalError")
+        return await self._hot.rows(statement, args)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Any]:
@@ -204,6 +215,8 @@ class PgDatabase:
         if self._closed:
             return
         self._closed = True
+        if self._hot is not None:
+            await self._hot.aclose()
         if self._pool is not None:
             await self._pool.close()
         loop = asyncio.get_running_loop()

@@ -80,6 +80,12 @@ class PostgresQueueService:
         await self._ready()
         return await self._database.rows(statement, args)
 
+    async def _per_message(self, statement: str, args: dict[str, Any]) -> list[Any]:
+        """A statement of the per-message path (put, receive, update, delete and why one missed):
+        on the database's hot statements (`postgres.hot`)."""
+        await self._ready()
+        return await self._database.hot_rows(statement, args)
+
     async def _exists(self, name: str) -> bool:
         return bool(await self._fetch(sql.EXISTS, self._args(name)))
 
@@ -131,7 +137,7 @@ class PostgresQueueService:
                           time_to_live: int | None = None) -> QueueMessage:
         ttl = DEFAULT_TTL if time_to_live is None else time_to_live
         prefix, receipt = id_prefix(), random_hex(8)
-        rows = await self._fetch(sql.PUT, self._args(name, p=prefix, c=content, r=receipt, vt=visibility_timeout,
+        rows = await self._per_message(sql.PUT, self._args(name, p=prefix, c=content, r=receipt, vt=visibility_timeout,
                                                      ttl=None if ttl == -1 else ttl))
         if not rows:
             raise QueueNotFound(f"queue '{name}' does not exist")
@@ -144,7 +150,7 @@ class PostgresQueueService:
     async def get_messages(self, name: str, *, max_messages: int = 1,
                            visibility_timeout: int = 30) -> list[QueueMessage]:
         await self._purge()
-        rows = await self._fetch(sql.RECEIVE, self._args(name, max=max_messages, vt=visibility_timeout,
+        rows = await self._per_message(sql.RECEIVE, self._args(name, max=max_messages, vt=visibility_timeout,
                                                          nonce=random_hex(6)))
         if not rows:
             await self._require(name)
@@ -167,7 +173,7 @@ class PostgresQueueService:
                              content: str | None = None) -> UpdateReceipt:
         seq, receipt = seq_of(message_id), random_hex(8)
         if seq is not None:
-            rows = await self._fetch(sql.UPDATE, self._args(name, s=seq, p=message_id[:24], r=pop_receipt,
+            rows = await self._per_message(sql.UPDATE, self._args(name, s=seq, p=message_id[:24], r=pop_receipt,
                                                             new=receipt, c=content, vt=visibility_timeout))
             if rows:
                 if visibility_timeout == 0:
@@ -199,7 +205,7 @@ class PostgresQueueService:
                         future.set_exception(error)
 
     async def _delete_batch(self, batch: list[tuple[str, int, str, str, asyncio.Future[None]]]) -> None:
-        rows = await self._fetch(sql.DELETE, {"now": server_time(self._clock), "a": self.account_name, "d": json.dumps(
+        rows = await self._per_message(sql.DELETE, {"now": server_time(self._clock), "a": self.account_name, "d": json.dumps(
             [{"n": name, "s": seq, "p": message_id[:24], "r": receipt} for name, seq, message_id, receipt, _ in batch])})
         deleted = {(n, s) for n, s in rows}
         missed = []
@@ -218,7 +224,7 @@ class PostgresQueueService:
 
     async def _classify(self, misses: list[tuple[str, int | None, str, str]]) -> list[StorageError | None]:
         """Why each (queue, seq, id, receipt) found no row; None: the row matches (a range error)."""
-        rows = await self._fetch(sql.CLASSIFY, self._args([m[0] for m in misses], s=[m[1] for m in misses]))
+        rows = await self._per_message(sql.CLASSIFY, self._args([m[0] for m in misses], s=[m[1] for m in misses]))
         found: list[StorageError | None] = []
         for (name, _, message_id, receipt), (_, queue, prefix, current, live, _) in zip(misses, rows, strict=True):
             if not queue:
