@@ -97,3 +97,21 @@ async def test_a_connection_the_server_ended_fails_one_statement_and_is_replaced
         assert sorted(m.content for m in await queues.get_messages("q", max_messages=8)) == ["one", "two"]
     finally:
         await a.aclose()
+
+
+async def test_a_statement_cancelled_mid_way_drops_its_connection_and_the_next_one_runs(
+        tmp_path: Path, postgres_dsn: str, postgres_schema: str) -> None:
+    a = host(tmp_path, "a", postgres_dsn, postgres_schema)
+    try:
+        hot = a.database._hot
+        assert hot is not None
+        sleeping = asyncio.ensure_future(hot.rows("SELECT pg_sleep(%(s)s)", {"s": 5}))
+        await asyncio.sleep(0.3)
+        [busy] = hot._open
+        sleeping.cancel()  # the host stopping, a function timeout: the statement is left mid-way
+        with pytest.raises(asyncio.CancelledError):
+            await sleeping
+        assert busy not in hot._open and busy not in hot._idle and busy.is_closed()
+        assert [tuple(r) for r in await hot.rows("SELECT %(x)s::int + 1", {"x": 41})] == [(42,)]
+    finally:
+        await a.aclose()
