@@ -37,8 +37,13 @@ class PostgresConfig:
 
 
 def conninfo_parts(conninfo: str) -> dict[str, str]:
-    """The connection string's parameters (libpq's own parsing); ConfigError when malformed."""
-    from psycopg.conninfo import conninfo_to_dict
+    """The connection string's parameters (libpq's own parsing); ConfigError when malformed, or
+    when psycopg (the extra `postgres`) is not installed."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError as exc:
+        raise ConfigError("--storage postgres needs psycopg, which is not installed: pip install "
+                          "'funchost[postgres]'", path=SETTING) from exc
 
     try:
         return {k: str(v) for k, v in conninfo_to_dict(conninfo).items() if v is not None}

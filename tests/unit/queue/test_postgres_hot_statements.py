@@ -93,3 +93,4 @@ async def test_an_unreachable_server_is_a_retryable_error_naming_it_without_the_
     assert "127.0.0.1:1" in str(caught.value) and "--postgres" in str(caught.value)
     assert "s3cret" not in str(caught.value)
     await hot.aclose()
+
