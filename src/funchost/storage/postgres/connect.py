@@ -48,6 +48,17 @@ def connect_sync(config: PostgresConfig, role: str, *, autocommit: bool = True) 
 
 def unreachable(config: PostgresConfig, exc: BaseException) -> StorageError:
     """The server cannot be reached: where it was looked for and where that was configured."""
-    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return StorageError(f"cannot reach PostgreSQL at {config.describe()} (from {config.source}): {reason}",
-                        code="ServerBusy", status=503)
+    return StorageError(f"cannot reach PostgreSQL at {config.describe()} (from {config.source}): "
+                        f"{first_line(exc)}", code="ServerBusy", status=503)
+
+
+def statement_failed(exc: BaseException, *, passes: bool) -> StorageError:
+    """A statement the server refused, as the ports see it (both drivers' translations): ServerBusy
+    (503, retryable) for a failure that passes by itself, else InternalError (500)."""
+    if passes:
+        return StorageError(f"PostgreSQL: {first_line(exc)}", code="ServerBusy", status=503)
+    return StorageError(f"PostgreSQL: {first_line(exc)}", code="InternalError", status=500)
+
+
+def first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

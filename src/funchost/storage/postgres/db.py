@@ -27,7 +27,7 @@ from funchost.clock import Clock, SystemClock
 from funchost.errors import StorageError
 from funchost.runtime.activity import busy
 from funchost.settings.postgres import PostgresConfig
-from funchost.storage.postgres.connect import connect_kwargs, connect_sync, unreachable
+from funchost.storage.postgres.connect import connect_kwargs, connect_sync, statement_failed, unreachable
 from funchost.storage.postgres.hot import HotStatements
 from funchost.storage.postgres.migrate import migrate
 from funchost.thread_pool import ThreadPool
@@ -54,10 +54,10 @@ def translate(config: PostgresConfig, exc: BaseException) -> StorageError:
         return unreachable(config, exc)
     if isinstance(exc, psycopg.errors.QueryCanceled | errors.LockNotAvailable | errors.SerializationFailure
                   | errors.DeadlockDetected | errors.AdminShutdown | errors.CannotConnectNow):
-        return StorageError(f"PostgreSQL: {_first_line(exc)}", code="ServerBusy", status=503)
+        return statement_failed(exc, passes=True)
     if isinstance(exc, psycopg.InterfaceError):  # the connection was closed under us
         return unreachable(config, exc)
-    return StorageError(f"PostgreSQL: {_first_line(exc)}", code="InternalError", status=500)
+    return statement_failed(exc, passes=False)
 
 
 class PgDatabase:
@@ -142,9 +142,7 @@ class PgDatabase:
         would (`hot`), the rows indexable and unpackable as psycopg's tuples."""
         if self._hot is None:
             return await self.rows(statement, args)
-        if self._closed:
-            raise StorageError("the PostgreSQL backend is closed", code="InternalError")
-        return await self._hot.rows(statement, args)
+        return await self._hot.rows(statement, args)  # closed with this database (`aclose`)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Any]:
@@ -260,6 +258,3 @@ class ServerClock(SystemClock):
         finally:
             self._measuring.release()
 
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

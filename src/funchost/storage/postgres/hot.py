@@ -4,10 +4,10 @@ A queue drain on PostgreSQL spends its event loop on two statements per batch: t
 the grouped delete. Through psycopg's async connection each costs the host about 80-90 µs of CPU
 more than the same prepared statement through asyncpg (the same two statements per 16 messages:
 22.5 against 10-13 µs per message, benchmarks/README.md "Tenth pass"), and the loop is what
-bounds a drain. So these statements go through a small asyncpg pool of their own; every other
+bounds a drain. So these statements go through a few asyncpg connections of their own; every other
 statement, the transactions, the sync connections and LISTEN stay on psycopg (`db.PgDatabase`).
 
-The pool is used only where it connects exactly as libpq would (`asyncpg_arguments`): a
+They are used only where asyncpg connects exactly as libpq would (`asyncpg_arguments`): a
 connection string of host, port, user, password, dbname, passfile and sslmode only (no
 certificate files, no `options`), no libpq-only environment variable (PGSERVICE, PGOPTIONS,
 PGHOSTADDR, the certificate files...), asyncpg installed. Otherwise these statements stay on
@@ -17,7 +17,7 @@ placeholders and rewritten to `$n` here (`numbered`).
 Errors become the ports' `StorageError` tree as `db.translate` makes them from psycopg's: a lost
 or refused connection is `unreachable` (503), a cancelled, locked-out, serialization or shutdown
 failure ServerBusy (503), anything else InternalError (500). A connection the server ended is
-dropped by the pool and the next statement opens a new one, so a restart passes by itself.
+dropped and the next statement opens a new one, so a restart passes by itself.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from funchost.storage.postgres.connect import (
     IDLE_IN_TRANSACTION_TIMEOUT,
     LOCK_TIMEOUT,
     STATEMENT_TIMEOUT,
+    statement_failed,
     unreachable,
 )
 
@@ -115,13 +116,11 @@ def translate_asyncpg(config: PostgresConfig, exc: BaseException) -> StorageErro
         state = exc.sqlstate or ""
         if state.startswith("08"):  # connection exception
             return unreachable(config, exc)
-        if state in _BUSY_STATES:
-            return StorageError(f"PostgreSQL: {_first_line(exc)}", code="ServerBusy", status=503)
-        return StorageError(f"PostgreSQL: {_first_line(exc)}", code="InternalError", status=500)
+        return statement_failed(exc, passes=state in _BUSY_STATES)
     if isinstance(exc, asyncpg.exceptions.ConnectionDoesNotExistError | OSError | asyncio.TimeoutError):
         return unreachable(config, exc)
     if isinstance(exc, asyncpg.InterfaceError):
-        return StorageError(f"PostgreSQL: {_first_line(exc)}", code="InternalError", status=500)
+        return statement_failed(exc, passes=False)
     return None
 
 
@@ -164,20 +163,16 @@ class HotStatements:
                 try:
                     rows = await conn.fetch(text, *[args[name] for name in names])
                 except BaseException as exc:
-                    if isinstance(exc, Exception) and not conn.is_closed() and translate_asyncpg(
-                            self.config, exc) is not None and not conn.is_in_transaction():
+                    error = translate_asyncpg(self.config, exc) if isinstance(exc, Exception) else None
+                    if error is not None and not conn.is_closed() and not conn.is_in_transaction():
                         self._idle.append(conn)  # the statement failed, the session is fine
-                    else:  # lost, or cancelled mid-way: not used again
+                    else:  # lost, cancelled mid-way or not the driver's failure: not used again
                         self._drop(conn)
-                    if isinstance(exc, Exception):
-                        raise self._translated(exc) from exc
+                    if error is not None:
+                        raise error from exc
                     raise
                 self._idle.append(conn)
                 return rows  # type: ignore[no-any-return]
-
-    def _translated(self, exc: Exception) -> Exception:
-        error = translate_asyncpg(self.config, exc)
-        return exc if error is None else error
 
     async def _connect(self) -> Any:
         if self._closed:
@@ -201,6 +196,3 @@ class HotStatements:
             except Exception:  # a broken connection: nothing left to release
                 conn.terminate()
 
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
