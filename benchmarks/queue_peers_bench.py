@@ -12,7 +12,8 @@ messages through a no-op function, rounds interleaved target by target:
   skips 2), embedded storage;
 * ``funchost-1-async`` (with ``--async-row``): funchost-1 with an ``async def`` no-op, the kind of
   entrypoint pgqueuer runs;
-* ``baseline-1`` (with ``--baseline-src DIR``): funchost-1 from another source tree;
+* ``baseline-1`` / ``baseline-2`` (with ``--baseline-src DIR``): funchost-1 and funchost-2 from
+  another source tree (``baseline-2`` unless ``--no-workers``);
 * ``funchost-1-no-dashboard`` / ``funchost-2-no-dashboard`` (with ``--compare-dashboard``): the
   same with ``FUNCHOST_DASHBOARD=false`` (the dashboard and its invocation history are on by
   default, so the plain targets record every message's invocation);
@@ -254,6 +255,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         targets["funchost-1-async"] = lambda w: funchost_round(w, args.messages, 1, coroutine=True)
     if args.baseline_src is not None:
         targets["baseline-1"] = lambda w: funchost_round(w, args.messages, 1, args.baseline_src.resolve())
+        if not args.no_workers:
+            targets["baseline-2"] = lambda w: funchost_round(w, args.messages, 2, args.baseline_src.resolve())
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
     try:
         for _ in range(args.rounds):

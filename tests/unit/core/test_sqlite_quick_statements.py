@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from funchost.errors import StorageError
-from funchost.storage.sqlite.db import CHECKPOINT_EVERY, SqliteDatabase
+from funchost.storage.sqlite.db import CHECKPOINT_EVERY, LOCK_TRIES_ON_LOOP, SqliteDatabase
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS items (n INTEGER PRIMARY KEY, body BLOB)"
 
@@ -40,23 +40,64 @@ async def test_quick_statements_run_on_the_calling_thread_once_its_connection_is
     assert _count(tmp_path / "q.db") == 4
 
 
-async def test_a_quick_write_waits_on_the_file_thread_while_another_connection_holds_the_lock(tmp_path):
-    db = SqliteDatabase(tmp_path / "q.db", SCHEMA, name="t")
-    other = sqlite3.connect(tmp_path / "q.db", isolation_level=None)
+async def _hold_the_lock_for(turns: int, path, db: SqliteDatabase) -> str:
+    """A quick write while another connection (another process's writer, say) holds the write
+    lock for `turns` of the loop; the thread the write ran on."""
+    other = sqlite3.connect(path, isolation_level=None)
     try:
-        await db.quick.write(_insert(1))  # the loop's connection is open from here on
-        other.execute("BEGIN IMMEDIATE")  # another process's writer, say
+        other.execute("BEGIN IMMEDIATE")
         other.execute("INSERT INTO items VALUES (2, x'')")
         waiting = asyncio.ensure_future(db.quick.write(_insert(3)))
-        await asyncio.sleep(0)  # it met the lock at once and went to the file's thread
-        assert not waiting.done()
+        for _ in range(turns):
+            await asyncio.sleep(0)
+            assert not waiting.done()
         other.execute("COMMIT")
-        ran_on = await waiting
+        return await waiting
     finally:
         other.close()
+
+
+async def test_a_quick_write_waits_on_the_file_thread_while_another_connection_holds_the_lock(tmp_path):
+    db = SqliteDatabase(tmp_path / "q.db", SCHEMA, name="t")
+    try:
+        await db.quick.write(_insert(1))  # the loop's connection is open from here on
+        # Held past the loop's tries: the write went to the file's thread, which waited.
+        ran_on = await _hold_the_lock_for(LOCK_TRIES_ON_LOOP + 2, tmp_path / "q.db", db)
+    finally:
         await db.aclose()
     assert ran_on.startswith("t-db")
     assert _count(tmp_path / "q.db") == 3
+
+
+async def test_a_lock_released_within_the_loops_tries_is_taken_on_the_loop(tmp_path):
+    """Another host's short transaction on the same file: the write waits a few turns of the loop,
+    not the file thread's busy handler (at least 1 ms) and two thread wake-ups."""
+    db = SqliteDatabase(tmp_path / "q.db", SCHEMA, name="t")
+    try:
+        await db.quick.write(_insert(1))
+        ran_on = await _hold_the_lock_for(2, tmp_path / "q.db", db)
+    finally:
+        await db.aclose()
+    assert ran_on == threading.current_thread().name
+    assert _count(tmp_path / "q.db") == 3
+
+
+async def test_a_file_closed_while_a_quick_write_waits_for_the_lock_refuses_it(tmp_path):
+    db = SqliteDatabase(tmp_path / "q.db", SCHEMA, name="t")
+    other = sqlite3.connect(tmp_path / "q.db", isolation_level=None)
+    try:
+        await db.quick.write(_insert(1))
+        other.execute("BEGIN IMMEDIATE")
+        waiting = asyncio.ensure_future(db.quick.write(_insert(3)))
+        await asyncio.sleep(0)
+        await db.aclose()
+        with pytest.raises(StorageError, match="closed"):
+            await waiting
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+        await db.aclose()
+    assert _count(tmp_path / "q.db") == 1
 
 
 async def test_a_quick_write_that_fails_leaves_nothing_behind(tmp_path):

@@ -11,8 +11,12 @@ delete, a put) run on the calling loop's own connection instead, without the hop
 thread and back: that hop cost two thread wake-ups and turns of the GIL, more than the statement
 (a queue drain spent 27-31 µs per message on the file's thread, most of it switching, against
 74 µs per message in all with the statements on the loop). That connection never waits: its
-busy timeout is 0, so a write lock held by another process or by the file's thread sends the
-statement to the file's thread, which waits for it as before. It never checkpoints either
+busy timeout is 0. A write lock held by another process or by the file's thread is tried again
+on the loop's next LOCK_TRIES_ON_LOOP turns, each after the loop's other ready work: another
+host's transaction on the same file mostly ends within them (a group of queue deletes takes a
+few hundred µs), and the file's thread would have waited at least 1 ms (SQLite's busy handler
+sleeps 1, 2, 5, 10... ms) besides the two thread wake-ups. A lock held longer sends the statement
+to the file's thread, which waits for it as before. That connection never checkpoints either
 (an fsync on the loop); the file's thread checkpoints every CHECKPOINT_EVERY commits made on
 the loop. Unbounded work (purges, clearing a queue, counts) stays on the file's thread.
 """
@@ -38,6 +42,7 @@ T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 30_000
 CHECKPOINT_EVERY = 64  # commits on the loop's connection between checkpoints on the file's thread
+LOCK_TRIES_ON_LOOP = 10  # the loop's next turns a quick write tries the held write lock on again
 
 log = logging.getLogger("funchost.storage")
 
@@ -173,16 +178,26 @@ class SqliteDatabase:
         conn = self._loop_connection()
         if conn is None:
             return await self.write(fn)
-        try:
-            conn.execute("BEGIN IMMEDIATE")  # in WAL mode the one statement that may meet a lock
-        except sqlite3.OperationalError as exc:
-            if not is_busy(exc):
-                raise _storage_error(exc) from exc
-            return await self.write(fn)  # another writer holds the file: wait for it on the thread
+        if not _begin_now(conn):
+            conn = await self._begin_on_later_turns()
+            if conn is None:
+                return await self.write(fn)  # another writer holds the file: wait for it on the thread
         with _translated(), _transaction(conn):
             result = fn(conn)
         self._committed_on_loop()
         return result
+
+    async def _begin_on_later_turns(self) -> sqlite3.Connection | None:
+        """The loop's connection with BEGIN IMMEDIATE done on one of the loop's next
+        LOCK_TRIES_ON_LOOP turns, or None if the write lock stayed held (module docstring)."""
+        for _ in range(LOCK_TRIES_ON_LOOP):
+            await asyncio.sleep(0)  # the loop's other ready work runs first
+            conn = self._loop_connection()  # raises once the file was closed meanwhile
+            if conn is None:
+                return None
+            if _begin_now(conn):
+                return conn
+        return None
 
     async def aclose(self) -> None:
         if self._closed:
@@ -219,6 +234,18 @@ class QuickStatements:
 
     async def write(self, fn: Callable[[sqlite3.Connection], T], /) -> T:
         return await self._db._write_quick(fn)
+
+
+def _begin_now(conn: sqlite3.Connection) -> bool:
+    """BEGIN IMMEDIATE on a connection that never waits (busy timeout 0): False while another
+    connection holds the write lock. In WAL mode this is the one statement that may meet a lock."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if not is_busy(exc):
+            raise _storage_error(exc) from exc
+        return False
+    return True
 
 
 def _storage_error(exc: sqlite3.OperationalError) -> StorageError:
