@@ -178,26 +178,22 @@ class SqliteDatabase:
         conn = self._loop_connection()
         if conn is None:
             return await self.write(fn)
-        if not _begin_now(conn):
-            conn = await self._begin_on_later_turns()
-            if conn is None:
-                return await self.write(fn)  # another writer holds the file: wait for it on the thread
+        if not _begin_now(conn) and not await self._begun_on_later_turns(conn):
+            return await self.write(fn)  # another writer holds the file: wait for it on the thread
         with _translated(), _transaction(conn):
             result = fn(conn)
         self._committed_on_loop()
         return result
 
-    async def _begin_on_later_turns(self) -> sqlite3.Connection | None:
-        """The loop's connection with BEGIN IMMEDIATE done on one of the loop's next
-        LOCK_TRIES_ON_LOOP turns, or None if the write lock stayed held (module docstring)."""
+    async def _begun_on_later_turns(self, conn: sqlite3.Connection) -> bool:
+        """BEGIN IMMEDIATE on the loop's connection, tried on the loop's next LOCK_TRIES_ON_LOOP
+        turns: False if the write lock stayed held (module docstring)."""
         for _ in range(LOCK_TRIES_ON_LOOP):
             await asyncio.sleep(0)  # the loop's other ready work runs first
-            conn = self._loop_connection()  # raises once the file was closed meanwhile
-            if conn is None:
-                return None
+            self._check_open()  # the file may have been closed meanwhile
             if _begin_now(conn):
-                return conn
-        return None
+                return True
+        return False
 
     async def aclose(self) -> None:
         if self._closed:
