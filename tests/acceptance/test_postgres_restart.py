@@ -1,5 +1,6 @@
 """A PostgreSQL restart in the middle of a queue drain (`--storage postgres`): the host keeps
-running, reconnects by itself, loses no message and runs none twice that had completed."""
+running, reconnects by itself, loses no message, deletes every message whose function completed
+(a delete caught by the restart is tried again) and runs none twice."""
 
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ def test_a_server_restart_mid_drain_loses_nothing_and_reruns_nothing_completed(
         postgres_server.restart()
         wait_until(lambda: set(bodies) <= {b for k, b, _, _ in task_lines(log) if k == "done"},
                    "the drain to finish after the restart", TIMEOUT, [host])
+        # Every completed message was deleted: one whose delete failed would stay (invisible) and
+        # run again once its visibility lapsed, after this test would have looked.
+        wait_until(lambda: _messages_left(postgres_server.dsn, postgres_schema) == 0,
+                   "every completed message to be deleted", 10.0, [host])
         time.sleep(1.0)  # anything run twice would show by now
         counts = Counter(body for kind, body, _, _ in task_lines(log) if kind == "done")
         assert set(counts) == set(bodies)
@@ -41,3 +46,12 @@ def test_a_server_restart_mid_drain_loses_nothing_and_reruns_nothing_completed(
         assert host.process.poll() is None, host.output()
     finally:
         stop_funchost(host)
+
+
+def _messages_left(dsn: str, schema: str) -> int:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(f"SELECT count(*) FROM {schema}.queue_messages m JOIN {schema}.queues q "
+                           "USING (queue_id) WHERE q.name = 'tasks'").fetchone()
+    return int(row[0]) if row else 0

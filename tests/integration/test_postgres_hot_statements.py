@@ -1,6 +1,6 @@
 """The queue's per-message statements on asyncpg (`storage.postgres.hot`) on a real server: they
 answer exactly as the same statements on psycopg (where asyncpg is not used), and a connection the
-server ended is a retryable error once, then replaced."""
+server ended is a retryable error once, then replaced (the queue service's retry passes it)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from tests.support.postgres_hosts import host
 
 from funchost.clock import ManualClock
 from funchost.errors import StorageError
+from funchost.storage.postgres import queue_sql
 from funchost.storage.postgres.hot import HotStatements
 
 pytestmark = pytest.mark.postgres
@@ -87,16 +88,24 @@ async def test_a_connection_the_server_ended_fails_one_statement_and_is_replaced
         hot = a.database._hot
         assert hot is not None and len(hot._idle) == 1
         [ended] = hot._idle
-        with psycopg.connect(postgres_dsn, autocommit=True) as admin:
-            admin.execute("SELECT pg_terminate_backend(%s)", (ended.get_server_pid(),))
+        _terminate(postgres_dsn, ended)
         with pytest.raises(StorageError) as caught:
-            await queues.put_message("q", "two")
-        assert caught.value.status == 503  # retryable: a queue listener backs off, an intake answers 503
+            await hot.rows(queue_sql.EXISTS, {"a": queues.account_name, "n": "q"})
+        assert caught.value.status == 503  # retryable: the queue service tries it again
         assert ended not in hot._idle and ended not in hot._open
-        await queues.put_message("q", "two")  # on a new connection
+        replaced = await hot._connect()
+        hot._idle.append(replaced)
+        _terminate(postgres_dsn, replaced)
+        await queues.put_message("q", "two")  # failed once on the ended connection, then retried on a new one
+        assert replaced not in hot._open
         assert sorted(m.content for m in await queues.get_messages("q", max_messages=8)) == ["one", "two"]
     finally:
         await a.aclose()
+
+
+def _terminate(dsn: str, conn: Any) -> None:
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (conn.get_server_pid(),))
 
 
 async def test_a_statement_cancelled_mid_way_drops_its_connection_and_the_next_one_runs(

@@ -16,8 +16,11 @@ placeholders and rewritten to `$n` here (`numbered`).
 
 Errors become the ports' `StorageError` tree as `db.translate` makes them from psycopg's: a lost
 or refused connection is `unreachable` (503), a cancelled, locked-out, serialization or shutdown
-failure ServerBusy (503), anything else InternalError (500). A connection the server ended is
-dropped and the next statement opens a new one, so a restart passes by itself.
+failure ServerBusy (503), anything else InternalError (500). A connection is used again only
+after a statement the server refused on a healthy session; one the server ended, or that a shutdown
+or a confused protocol left behind, is dropped and the next statement opens a new one. While the
+server is away (refused, shutting down, starting), opening one is tried again for up to
+`CONNECTION_WAIT`, as long as psycopg's pool waits for a connection, so a restart passes by itself.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ from funchost.storage.postgres.connect import (
 )
 
 MAX_CONNECTIONS = 4  # a receive per queue listener and the grouped deletes: few at once
+CONNECTION_WAIT = 30.0  # seconds a statement waits for the server to take a connection (db's pool: 30)
+_RECONNECT_DELAYS = (0.05, 0.1, 0.2, 0.5, 1.0)  # then 1 s apart
 # Connection-string parameters asyncpg takes as libpq does. `application_name` and
 # `connect_timeout` are funchost's own below; `options` (server settings) has no equal here.
 _UNDERSTOOD = {"host", "port", "user", "password", "dbname", "passfile", "sslmode", "application_name",
@@ -121,7 +126,30 @@ def translate_asyncpg(config: PostgresConfig, exc: BaseException) -> StorageErro
         return unreachable(config, exc)
     if isinstance(exc, asyncpg.InterfaceError):
         return statement_failed(exc, passes=False)
+    if isinstance(exc, asyncpg.exceptions.InternalClientError):  # the protocol lost its place: a new connection
+        return unreachable(config, exc)
     return None
+
+
+def _session_survives(exc: BaseException) -> bool:
+    """The server refused one statement and the session goes on (not a connection failure, a
+    shutdown or starting server (57P), nor the client losing its place)."""
+    import asyncpg
+
+    if not isinstance(exc, asyncpg.PostgresError) or isinstance(exc, asyncpg.PostgresConnectionError):
+        return False
+    state = exc.sqlstate or ""
+    return not state.startswith(("08", "57P"))
+
+
+def _server_away(exc: BaseException) -> bool:
+    """A failed connect worth trying again: nothing listening, or a server shutting down or
+    starting (not a wrong password, database or certificate)."""
+    import asyncpg
+
+    if isinstance(exc, asyncpg.PostgresError):
+        return (exc.sqlstate or "").startswith(("08", "57P"))
+    return isinstance(exc, OSError | asyncio.TimeoutError)
 
 
 class HotStatements:
@@ -140,6 +168,7 @@ class HotStatements:
         self._slots = asyncio.Semaphore(MAX_CONNECTIONS)
         self._numbered: dict[str, tuple[str, tuple[str, ...]]] = {}
         self._closed = False
+        self.connection_wait = CONNECTION_WAIT
 
     @classmethod
     def for_config(cls, config: PostgresConfig, role: str) -> HotStatements | None:
@@ -154,19 +183,16 @@ class HotStatements:
         text, names = entry
         with busy():
             async with self._slots:
-                try:
-                    conn = self._idle.pop() if self._idle else await self._connect()
-                except StorageError:
-                    raise
-                except Exception as exc:  # refused, timed out, authentication: as psycopg's connect says it
-                    raise unreachable(self.config, exc) from exc
+                conn = self._idle_connection() or await self._connect()
                 try:
                     rows = await conn.fetch(text, *[args[name] for name in names])
                 except BaseException as exc:
                     error = translate_asyncpg(self.config, exc) if isinstance(exc, Exception) else None
-                    if error is not None and not conn.is_closed() and not conn.is_in_transaction():
+                    if error is not None and conn.is_closed():  # "connection is closed": lost, not refused
+                        error = unreachable(self.config, exc)
+                    if _session_survives(exc) and not conn.is_closed() and not conn.is_in_transaction():
                         self._idle.append(conn)  # the statement failed, the session is fine
-                    else:  # lost, cancelled mid-way or not the driver's failure: not used again
+                    else:  # lost, shut down, cancelled mid-way or not the driver's failure: not used again
                         self._drop(conn)
                     if error is not None:
                         raise error from exc
@@ -174,14 +200,39 @@ class HotStatements:
                 self._idle.append(conn)
                 return rows  # type: ignore[no-any-return]
 
+    def _idle_connection(self) -> Any:
+        """An idle connection still open (the server may have ended one while it waited), or None."""
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.is_closed():
+                return conn
+            self._drop(conn)
+        return None
+
     async def _connect(self) -> Any:
-        if self._closed:
-            raise StorageError("the PostgreSQL backend is closed", code="InternalError")
+        """A new connection; while the server is away, tried again for up to `connection_wait`."""
         import asyncpg
 
-        conn = await asyncpg.connect(**self._arguments)
-        self._open.add(conn)
-        return conn
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.connection_wait
+        attempt = 0
+        while True:
+            if self._closed:
+                raise StorageError("the PostgreSQL backend is closed", code="InternalError")
+            try:
+                conn = await asyncpg.connect(**self._arguments)
+            except Exception as exc:  # refused, timed out, authentication: as psycopg's connect says it
+                delay = _RECONNECT_DELAYS[min(attempt, len(_RECONNECT_DELAYS) - 1)]
+                if not _server_away(exc) or loop.time() + delay > deadline:
+                    raise unreachable(self.config, exc) from exc
+                attempt += 1
+                await asyncio.sleep(delay)
+                continue
+            if self._closed:  # closed while it connected: nothing would close this one
+                conn.terminate()
+                continue
+            self._open.add(conn)
+            return conn
 
     def _drop(self, conn: Any) -> None:
         self._open.discard(conn)
