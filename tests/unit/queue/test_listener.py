@@ -363,3 +363,41 @@ async def test_completion_waits_for_an_in_flight_renewal(rig_factory):
     await rig.advance(700)
     assert len(rig.invoker.requests) == 1  # never delivered twice
     await listener.stop()
+
+
+class _FailingReceives:
+    """The listener's queue service, whose next receives raise `failures` in turn."""
+
+    def __init__(self, inner, failures: list[BaseException]) -> None:  # type: ignore[no-untyped-def]
+        self.inner, self.failures = inner, failures
+
+    async def get_messages(self, name: str, **kwargs):  # type: ignore[no-untyped-def]
+        if self.failures:
+            raise self.failures.pop(0)
+        return await self.inner.get_messages(name, **kwargs)
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self.inner, name)
+
+
+async def test_an_unexpected_poll_error_is_logged_and_the_listener_polls_again(rig_factory, caplog):
+    from funchost.errors import StorageError
+
+    rig = rig_factory(settings=PRODUCTION)
+    await rig.service.create_queue("work")
+    await QueueTools(rig.runtime).send("work", "after the errors")
+    listener = rig.listener()
+    denied = StorageError("This request is not authorized to perform this operation.",
+                          code="AuthorizationFailure", status=403)
+    confused = RuntimeError("cannot switch to state 12; another operation is in progress")
+    listener.service = listener.processor.service = _FailingReceives(listener.service, [denied, confused])
+    await listener.start()
+    for _ in range(3):
+        await rig.advance(await next_deadline(rig))
+        if rig.invoker.bodies():
+            break
+    assert rig.invoker.bodies() == ["after the errors"]
+    assert listener.loop.running
+    errors = [r for r in caplog.records if r.levelname == "ERROR" and "poll failed unexpectedly" in r.getMessage()]
+    assert [r.exc_info is not None for r in errors] == [False, True]  # a bug's traceback, not a 403's
+    await listener.stop()

@@ -171,9 +171,16 @@ class QueueListener:
             below.set_result(None)
 
     def _on_error(self, exc: BaseException) -> bool:
+        """Keep polling, after the back-off. WebJobs backs off on a missing queue, a 409 or a 5xx
+        and hands anything else to the host's unhandled-exception handler, which stops the host
+        (the platform then starts it again, listeners and all): funchost keeps this listener
+        polling at its growing back-off instead, with an error logged, so the function resumes
+        once the cause passes and the other functions go on (docs/deviations.md, "Queues")."""
         self._queue_exists = None
         if is_transient(exc):
             log.debug("queue '%s' poll failed (%s); backing off", self.queue, exc)
-            return True
-        log.error("queue listener for '%s' stopped by an unexpected storage error: %s", self.queue, exc)
-        return False
+        else:
+            log.error("queue '%s' poll failed unexpectedly (%s: %s); polling again after the back-off",
+                      self.queue, type(exc).__name__, exc,
+                      exc_info=None if isinstance(exc, StorageError) else exc)  # a bug's traceback
+        return True
