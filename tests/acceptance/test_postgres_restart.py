@@ -1,6 +1,8 @@
-"""A PostgreSQL restart in the middle of a queue drain (`--storage postgres`): the host keeps
-running, reconnects by itself, loses no message, deletes every message whose function completed
-(a delete caught by the restart is tried again) and runs none twice."""
+"""A PostgreSQL restart under a running host (`--storage postgres`). In the middle of a queue drain:
+the host keeps running, reconnects by itself, loses no message, deletes every message whose
+function completed (a delete caught by the restart is tried again) and runs none twice. In the
+middle of a Durable fan-out: the orchestration completes with every activity's result delivered
+once (an activity whose completion the restart caught runs again once its lease lapses)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import httpx
 import pytest
 from tests.acceptance.support import copy_example, run_cli, start_funchost, stop_funchost, wait_until
 from tests.acceptance.test_queue_hosts import task_lines
@@ -55,3 +58,29 @@ def _messages_left(dsn: str, schema: str) -> int:
         row = conn.execute(f"SELECT count(*) FROM {schema}.queue_messages m JOIN {schema}.queues q "
                            "USING (queue_id) WHERE q.name = 'tasks'").fetchone()
     return int(row[0]) if row else 0
+
+
+def test_a_server_restart_mid_fan_out_completes_the_orchestration_with_every_result_once(
+        tmp_path: Path, postgres_server: PostgresServer, postgres_schema: str) -> None:
+    from tests.acceptance.durable_support import poll, started
+    from tests.acceptance.test_postgres_durable import ITEMS, make_app, runs
+
+    app, log = make_app(tmp_path), tmp_path / "work.log"
+    env = {"FUNCHOST_POSTGRES": postgres_server.dsn, "FUNCHOST_POSTGRES_SCHEMA": postgres_schema,
+           "WORK_SECONDS": "0.25", "WORK_LOG": str(log)}
+    host = start_funchost(app, "--storage", "postgres", "--no-storage-endpoints", "--no-amqp",
+                          data_dir=tmp_path / "data", env=env)
+    try:
+        response = httpx.post(f"{host.base_url}/api/orchestrators/fan_out_fan_in", json={"count": ITEMS}, timeout=30)
+        status_url = started(response)
+        wait_until(lambda: len(runs(log)) >= 6, "the fan-out to be under way", TIMEOUT, [host])
+        postgres_server.restart()
+        status = poll(host, status_url, timeout=TIMEOUT)
+        assert status["runtimeStatus"] == "Completed", status
+        assert status["output"] == {"results": [i * i for i in range(ITEMS)], "total": sum(i * i for i in range(ITEMS))}
+        history = httpx.get(status_url + "&showHistory=true&showHistoryOutput=true", timeout=10).json()["historyEvents"]
+        completed = [e["Result"] for e in history if e["EventType"] == "TaskCompleted"]
+        assert sorted(completed) == [i * i for i in range(ITEMS)], completed  # each result delivered once
+        assert host.process.poll() is None, host.output()
+    finally:
+        stop_funchost(host)
