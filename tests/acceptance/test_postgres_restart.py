@@ -2,7 +2,9 @@
 the host keeps running, reconnects by itself, loses no message, deletes every message whose
 function completed (a delete caught by the restart is tried again) and runs none twice. In the
 middle of a Durable fan-out: the orchestration completes with every activity's result delivered
-once (an activity whose completion the restart caught runs again once its lease lapses)."""
+once (an activity whose completion the restart caught runs again once its lease lapses). In the
+middle of a Service Bus drain: every message is handled and settled, none dead-lettered, without
+waiting for a lock to lapse (a settlement caught by the restart is tried again)."""
 
 from __future__ import annotations
 
@@ -81,6 +83,41 @@ def test_a_server_restart_mid_fan_out_completes_the_orchestration_with_every_res
         history = httpx.get(status_url + "&showHistory=true&showHistoryOutput=true", timeout=10).json()["historyEvents"]
         completed = [e["Result"] for e in history if e["EventType"] == "TaskCompleted"]
         assert sorted(completed) == [i * i for i in range(ITEMS)], completed  # each result delivered once
+        assert host.process.poll() is None, host.output()
+    finally:
+        stop_funchost(host)
+
+
+def test_a_server_restart_mid_service_bus_drain_handles_every_message_and_empties_the_queue(
+        tmp_path: Path, postgres_server: PostgresServer, postgres_schema: str) -> None:
+    from tests.acceptance.test_postgres_messaging import (
+        CONFIG,
+        HOST_ARGS,
+        RECORDS,
+        SERVICEBUS_APP,
+        SERVICEBUS_HOST,
+        cli,
+        handled,
+        make_app,
+        queue_counts,
+    )
+    from tests.support.postgres_hosts import record_table
+
+    dsn = postgres_server.dsn
+    table, env = record_table(dsn, postgres_schema, *RECORDS)
+    app = make_app(tmp_path, SERVICEBUS_APP, SERVICEBUS_HOST, CONFIG)
+    host = start_funchost(app, *HOST_ARGS, data_dir=tmp_path / "data", env=env)
+    try:
+        bodies = [f"m{i:03d}" for i in range(300)]
+        (tmp_path / "bodies.txt").write_text("\n".join(bodies) + "\n")
+        cli(app, tmp_path, env, "servicebus", "send", "work", "--file", str(tmp_path / "bodies.txt"))
+        wait_until(lambda: len(handled(dsn, table)) >= 40, "the drain to start", TIMEOUT, [host])
+        postgres_server.restart()
+        # A function whose own insert the restart refused fails, and its message is delivered again.
+        wait_until(lambda: {body for body, _, _ in handled(dsn, table)} >= set(bodies),
+                   "every message handled after the restart", TIMEOUT, [host])
+        wait_until(lambda: queue_counts(app, tmp_path, env) == [("work", 0, 0)],
+                   "every message settled, none dead-lettered", 20.0, [host])
         assert host.process.poll() is None, host.output()
     finally:
         stop_funchost(host)

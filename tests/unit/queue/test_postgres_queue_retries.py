@@ -12,7 +12,8 @@ import pytest
 from funchost.clock import ManualClock
 from funchost.errors import MessageNotFound, StorageError
 from funchost.storage.postgres import queue_sql
-from funchost.storage.postgres.queues import RETRY_DELAYS, PostgresQueueService
+from funchost.storage.postgres.queues import PostgresQueueService
+from funchost.storage.postgres.retry import RETRY_DELAYS
 
 RESTARTING = StorageError("cannot reach PostgreSQL at db:5432: the database system is shutting down",
                           code="ServerBusy", status=503)

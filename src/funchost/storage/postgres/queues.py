@@ -14,19 +14,16 @@ stale holder's delete fails), lazy expiry in every predicate plus a purge at mos
 - After a put or update that makes a message visible, `notify(account, queue)` is called (the
   backend's cross-host notifier, `postgres.notify`).
 - A statement that fails with what passes by itself (a 503: the server restarting, a connection it
-  ended) is tried again up to three times, 0.8, 1.6 and 3.2 s apart (with a fifth of jitter), as
-  the Azure SDKs' default retry policy (Azure.Core `RetryOptions`: 3 retries, exponential from
-  0.8 s) does for the host's queue client. A delete that committed before its answer was lost
-  is then a 404, which the queue trigger already takes as a delete someone else made.
+  ended) is tried again as the Azure SDKs' default retry policy does for the host's queue client
+  (`postgres.retry`). A delete that committed before its answer was lost is then a 404, which the
+  queue trigger already takes as a delete someone else made.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
-import random
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -40,6 +37,7 @@ from funchost.errors import (
 )
 from funchost.storage.postgres import queue_sql as sql
 from funchost.storage.postgres.db import PgDatabase, server_time
+from funchost.storage.postgres.retry import retried
 from funchost.storage.queue_ids import (
     PURGE_INTERVAL,
     ServiceTime,
@@ -53,8 +51,6 @@ from funchost.storage.queue_rules import DEFAULT_TTL, out_of_range
 from funchost.storage.queues import QueueMessage, QueueProperties, UpdateReceipt
 
 MAX_GROUP = 512  # deletes per statement
-RETRY_DELAYS = (0.8, 1.6, 3.2)  # Azure.Core's defaults: 3 retries, exponential from 0.8 s
-log = logging.getLogger("funchost.storage")
 Notify = Callable[[str, str], None]
 
 
@@ -87,26 +83,13 @@ class PostgresQueueService:
 
     async def _fetch(self, statement: str, args: dict[str, Any]) -> list[Any]:
         await self._ready()
-        return await self._retried(self._database.rows, statement, args)
+        return await retried(self._database.rows, statement, args, sleep=self._clock.sleep)
 
     async def _per_message(self, statement: str, args: dict[str, Any]) -> list[Any]:
         """A statement of the per-message path (put, receive, update, delete and why one missed):
         on the database's hot statements (`postgres.hot`)."""
         await self._ready()
-        return await self._retried(self._database.hot_rows, statement, args)
-
-    async def _retried(self, run: Callable[[str, dict[str, Any]], Awaitable[list[Any]]], statement: str,
-                       args: dict[str, Any]) -> list[Any]:
-        """`run(statement, args)`, tried again after a failure that passes by itself (`RETRY_DELAYS`)."""
-        for delay in RETRY_DELAYS:
-            try:
-                return await run(statement, args)
-            except StorageError as exc:
-                if exc.status != 503:
-                    raise
-                log.debug("queue statement failed (%s); retrying in %.1fs", exc.code, delay)
-            await self._clock.sleep(delay * random.uniform(0.8, 1.2))
-        return await run(statement, args)
+        return await retried(self._database.hot_rows, statement, args, sleep=self._clock.sleep)
 
     async def _exists(self, name: str) -> bool:
         return bool(await self._fetch(sql.EXISTS, self._args(name)))

@@ -13,6 +13,9 @@ written for (`SqliteDatabase`: BEGIN IMMEDIATE writes, snapshot reads):
 
 A host frozen while holding the lock holds it until `idle_in_transaction_session_timeout`
 ends its session; the others wait at most `lock_timeout` and then answer ServerBusy (503).
+
+A transaction that fails with a 503 (that time-out, the server restarting, a connection it ended)
+runs again, as the Azure SDKs' default retry policy does for a client (`postgres.retry`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from funchost.runtime.activity import busy
 from funchost.storage.postgres.connect import connect_sync
 from funchost.storage.postgres.db import PgDatabase, translate
 from funchost.storage.postgres.migrate import migrate
+from funchost.storage.postgres.retry import retried
 from funchost.storage.postgres.sqlconn import PgConn
 from funchost.storage.sqlconn import Conn
 
@@ -56,11 +60,11 @@ class PgScopedDatabase:
 
     async def read(self, fn: Callable[[Conn], T], /) -> T:
         await self._ready_tables()
-        return await self._database.run(lambda conn: fn(self._begin(conn, write=False)))
+        return await retried(self._database.run, lambda conn: fn(self._begin(conn, write=False)))
 
     async def write(self, fn: Callable[[Conn], T], /) -> T:
         await self._ready_tables()
-        return await self._database.run(lambda conn: fn(self._begin(conn, write=True)))
+        return await retried(self._database.run, lambda conn: fn(self._begin(conn, write=True)))
 
     async def _ready_tables(self) -> None:
         """Migrate before the first transaction, so waiting for another host's migration never

@@ -18,6 +18,7 @@ import logging
 from collections.abc import Sequence
 
 from funchost.clock import Clock
+from funchost.errors import StorageError
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation.contracts import InvocationRequest, InvocationResult
 from funchost.runtime.contracts import Runtime
@@ -25,7 +26,6 @@ from funchost.storage.servicebus import (
     MessageLockLost,
     ReceivedMessage,
     ServiceBusBroker,
-    ServiceBusError,
     SessionLockLost,
 )
 
@@ -68,7 +68,7 @@ class LockRenewal:
                 self._locked_until = await self._broker.renew_lock(self._path, self._token)
             except LOST:
                 return
-            except ServiceBusError as exc:
+            except StorageError as exc:  # the broker's, or its store's (a PostgreSQL restart's 503)
                 log.warning("Lock renewal on '%s' failed: %s", self._path, exc.code)
                 await self._clock.sleep(1.0)
                 continue
@@ -119,3 +119,7 @@ class Settler:
             log.warning("Message processing error (Action=%s, EntityPath=%s, Endpoint=%s): %s; message %s will "
                         "be delivered again", action.capitalize(), self.path, self.endpoint, exc.code,
                         message.message_id)
+        except StorageError as exc:  # the SDK's retries spent: its processor hands this to the error handler
+            log.error("Message processing error (Action=%s, EntityPath=%s, Endpoint=%s): %s; message %s will "
+                      "be delivered again once its lock lapses", action.capitalize(), self.path, self.endpoint,
+                      exc, message.message_id)
