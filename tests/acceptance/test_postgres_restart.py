@@ -4,10 +4,12 @@ function completed (a delete caught by the restart is tried again) and runs none
 middle of a Durable fan-out: the orchestration completes with every activity's result delivered
 once (an activity whose completion the restart caught runs again once its lease lapses). In the
 middle of a Service Bus drain: every message is handled and settled, none dead-lettered, without
-waiting for a lock to lapse (a settlement caught by the restart is tried again)."""
+waiting for a lock to lapse (a settlement caught by the restart is tried again). Under an Event
+Hubs trigger: the host keeps its partitions and handles every event sent after the restart once."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from pathlib import Path
@@ -118,6 +120,59 @@ def test_a_server_restart_mid_service_bus_drain_handles_every_message_and_emptie
                    "every message handled after the restart", TIMEOUT, [host])
         wait_until(lambda: queue_counts(app, tmp_path, env) == [("work", 0, 0)],
                    "every message settled, none dead-lettered", 20.0, [host])
+        assert host.process.poll() is None, host.output()
+    finally:
+        stop_funchost(host)
+
+
+def test_after_a_server_restart_event_hubs_partitions_stay_owned_and_new_events_are_handled(
+        tmp_path: Path, postgres_server: PostgresServer, postgres_schema: str) -> None:
+    from tests.acceptance.test_postgres_messaging import (
+        EVENTHUBS_APP,
+        EVENTHUBS_HOST,
+        HOST_ARGS,
+        RECORDS,
+        cli,
+        handled,
+        make_app,
+    )
+    from tests.support.postgres_hosts import record_table
+
+    dsn = postgres_server.dsn
+    table, env = record_table(dsn, postgres_schema, *RECORDS)
+    app = make_app(tmp_path, EVENTHUBS_APP, EVENTHUBS_HOST, None)
+    host = start_funchost(app, *HOST_ARGS, data_dir=tmp_path / "data", env=env)
+
+    def send(prefix: str, count: int) -> set[str]:
+        bodies = [f"{prefix}{i:03d}" for i in range(count)]
+        for partition in range(4):
+            (tmp_path / "chunk.txt").write_text("\n".join(bodies[partition::4]))
+            cli(app, tmp_path, env, "eventhubs", "send", "shared", "--file", str(tmp_path / "chunk.txt"),
+                "--partition-id", str(partition))
+        return set(bodies)
+
+    def seen() -> Counter[str]:
+        return Counter(body for body, _, _ in handled(dsn, table))
+
+    def owners() -> set[str]:
+        rows = json.loads(cli(app, tmp_path, env, "eventhubs", "checkpoints", "shared", "--output", "json"))
+        return {row["owner"] or "" for row in rows["partitions"]}
+
+    try:
+        wait_until(lambda: len(owners()) == 1 and "" not in owners(), "the host to own the 4 partitions",
+                   TIMEOUT, [host])
+        before = send("a", 40)
+        wait_until(lambda: before <= set(seen()), "the events sent before the restart", TIMEOUT, [host])
+        postgres_server.restart()
+        # The app's own connection to the server is broken by the restart: its first insert fails
+        # (an Event Hubs trigger does not run a failed event again), and it connects anew.
+        send("w", 4)
+        wait_until(lambda: any(body.startswith("w") for body in seen()), "the app to record again", TIMEOUT, [host])
+        after = send("b", 40)
+        wait_until(lambda: after <= set(seen()), "the events sent after the restart", TIMEOUT, [host])
+        counts = seen()
+        assert before | after <= set(counts) and set(counts.values()) == {1}  # each handled once
+        assert len(owners()) == 1 and "" not in owners()
         assert host.process.poll() is None, host.output()
     finally:
         stop_funchost(host)
