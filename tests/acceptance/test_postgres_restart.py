@@ -6,7 +6,8 @@ once (an activity whose completion the restart caught runs again once its lease 
 middle of a Service Bus drain: every message is handled and settled, none dead-lettered, without
 waiting for a lock to lapse (a settlement caught by the restart is tried again). Under an Event
 Hubs trigger: the host keeps its partitions and handles every event sent after the restart once.
-During a burst of blob triggers: every blob runs."""
+During a burst of blob triggers: every blob runs. Under two hosts' singleton timer: afterwards one
+host, and only one, runs it every second."""
 
 from __future__ import annotations
 
@@ -200,3 +201,27 @@ def test_a_server_restart_during_a_burst_of_blob_triggers_runs_every_blob(
         assert host.process.poll() is None, host.output()
     finally:
         stop_funchost(host)
+
+
+def test_after_a_server_restart_one_of_two_hosts_runs_the_singleton_timer(
+        tmp_path: Path, postgres_server: PostgresServer, postgres_schema: str) -> None:
+    from tests.acceptance.test_timer_singleton import TAKEOVER_TIMEOUT, pids
+
+    app, log = copy_example("timers", tmp_path), tmp_path / "timer.log"
+    env = {"TIMER_LOG": str(log), "FUNCHOST_POSTGRES": postgres_server.dsn, "FUNCHOST_POSTGRES_SCHEMA": postgres_schema}
+    args = ("--storage", "postgres", "--no-storage-endpoints")
+    hosts = [start_funchost(app, *args, data_dir=tmp_path / name, env=env) for name in ("data-a", "data-b")]
+    try:
+        wait_until(lambda: len(pids(log)) >= 2, "the heartbeat", 20, hosts)
+        postgres_server.restart()
+        mark = len(pids(log))
+        wait_until(lambda: len(pids(log)) >= mark + 2, "the heartbeat after the restart", TAKEOVER_TIMEOUT, hosts)
+        time.sleep(2.0)  # a lease that lapsed in the restart has been taken by one host by now
+        mark = len(pids(log))
+        time.sleep(4.0)
+        after = pids(log)[mark:]
+        assert len(after) >= 3 and len(set(after)) == 1, after  # one host, every second
+        assert all(host.process.poll() is None for host in hosts)
+    finally:
+        for host in hosts:
+            stop_funchost(host)
