@@ -135,6 +135,17 @@ def queue_counts(app: Path, tmp_path: Path, env: dict[str, str]) -> list[tuple[s
     return [(row["path"], row["active"], row["deadLetter"]) for row in rows]
 
 
+def send_events(app: Path, tmp_path: Path, env: dict[str, str], prefix: str, count: int) -> set[str]:
+    """`count` events to the hub `shared` from a third machine, one batch per partition (bodies
+    `prefix000`...); the bodies sent."""
+    bodies = [f"{prefix}{i:03d}" for i in range(count)]
+    for partition in range(4):
+        (tmp_path / "chunk.txt").write_text("\n".join(bodies[partition::4]))
+        cli(app, tmp_path, env, "eventhubs", "send", "shared", "--file", str(tmp_path / "chunk.txt"),
+            "--partition-id", str(partition))
+    return set(bodies)
+
+
 def test_servicebus_messages_each_handled_once_by_two_hosts(tmp_path: Path, postgres_dsn: str,
                                                            postgres_schema: str) -> None:
     table, env = record_table(postgres_dsn, postgres_schema, *RECORDS)
@@ -213,13 +224,7 @@ def test_eventhubs_partitions_shared_by_two_hosts_and_taken_over_after_a_kill(
         return [row["owner"] or "" for row in rows]
 
     def send(prefix: str, count: int) -> set[str]:
-        """`count` events, one batch per partition; the partition key names the partition."""
-        bodies = [f"{prefix}{i:03d}" for i in range(count)]
-        for partition in range(4):
-            (tmp_path / "chunk.txt").write_text("\n".join(bodies[partition::4]))
-            cli(app, tmp_path, env, "eventhubs", "send", "shared", "--file", str(tmp_path / "chunk.txt"),
-                "--partition-id", str(partition))
-        return set(bodies)
+        return send_events(app, tmp_path, env, prefix, count)
 
     def bodies_seen() -> set[str]:
         return {body for body, _, _ in handled(postgres_dsn, table)}

@@ -18,9 +18,31 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.acceptance.support import copy_example, run_cli, start_funchost, stop_funchost, wait_until
+from tests.acceptance.support import (
+    RunningHost,
+    copy_example,
+    run_cli,
+    start_funchost,
+    stop_funchost,
+    wait_until,
+)
+from tests.acceptance.test_postgres_messaging import (
+    CONFIG,
+    EVENTHUBS_APP,
+    EVENTHUBS_HOST,
+    HOST_ARGS,
+    RECORDS,
+    SERVICEBUS_APP,
+    SERVICEBUS_HOST,
+    cli,
+    handled,
+    make_app,
+    queue_counts,
+    send_events,
+)
 from tests.acceptance.test_queue_hosts import task_lines
 from tests.support.postgres import PostgresServer
+from tests.support.postgres_hosts import record_table
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.postgres]
 
@@ -69,9 +91,10 @@ def _messages_left(dsn: str, schema: str) -> int:
 def test_a_server_restart_mid_fan_out_completes_the_orchestration_with_every_result_once(
         tmp_path: Path, postgres_server: PostgresServer, postgres_schema: str) -> None:
     from tests.acceptance.durable_support import poll, started
-    from tests.acceptance.test_postgres_durable import ITEMS, make_app, runs
+    from tests.acceptance.test_postgres_durable import ITEMS, runs
+    from tests.acceptance.test_postgres_durable import make_app as durable_app
 
-    app, log = make_app(tmp_path), tmp_path / "work.log"
+    app, log = durable_app(tmp_path), tmp_path / "work.log"
     env = {"FUNCHOST_POSTGRES": postgres_server.dsn, "FUNCHOST_POSTGRES_SCHEMA": postgres_schema,
            "WORK_SECONDS": "0.25", "WORK_LOG": str(log)}
     host = start_funchost(app, "--storage", "postgres", "--no-storage-endpoints", "--no-amqp",
@@ -94,23 +117,8 @@ def test_a_server_restart_mid_fan_out_completes_the_orchestration_with_every_res
 
 def test_a_server_restart_mid_service_bus_drain_handles_every_message_and_empties_the_queue(
         tmp_path: Path, postgres_server: PostgresServer, postgres_schema: str) -> None:
-    from tests.acceptance.test_postgres_messaging import (
-        CONFIG,
-        HOST_ARGS,
-        RECORDS,
-        SERVICEBUS_APP,
-        SERVICEBUS_HOST,
-        cli,
-        handled,
-        make_app,
-        queue_counts,
-    )
-    from tests.support.postgres_hosts import record_table
-
     dsn = postgres_server.dsn
-    table, env = record_table(dsn, postgres_schema, *RECORDS)
-    app = make_app(tmp_path, SERVICEBUS_APP, SERVICEBUS_HOST, CONFIG)
-    host = start_funchost(app, *HOST_ARGS, data_dir=tmp_path / "data", env=env)
+    app, table, env, host = _messaging_host(tmp_path, dsn, postgres_schema, SERVICEBUS_APP, SERVICEBUS_HOST, CONFIG)
     try:
         bodies = [f"m{i:03d}" for i in range(300)]
         (tmp_path / "bodies.txt").write_text("\n".join(bodies) + "\n")
@@ -129,29 +137,11 @@ def test_a_server_restart_mid_service_bus_drain_handles_every_message_and_emptie
 
 def test_after_a_server_restart_event_hubs_partitions_stay_owned_and_new_events_are_handled(
         tmp_path: Path, postgres_server: PostgresServer, postgres_schema: str) -> None:
-    from tests.acceptance.test_postgres_messaging import (
-        EVENTHUBS_APP,
-        EVENTHUBS_HOST,
-        HOST_ARGS,
-        RECORDS,
-        cli,
-        handled,
-        make_app,
-    )
-    from tests.support.postgres_hosts import record_table
-
     dsn = postgres_server.dsn
-    table, env = record_table(dsn, postgres_schema, *RECORDS)
-    app = make_app(tmp_path, EVENTHUBS_APP, EVENTHUBS_HOST, None)
-    host = start_funchost(app, *HOST_ARGS, data_dir=tmp_path / "data", env=env)
+    app, table, env, host = _messaging_host(tmp_path, dsn, postgres_schema, EVENTHUBS_APP, EVENTHUBS_HOST, None)
 
     def send(prefix: str, count: int) -> set[str]:
-        bodies = [f"{prefix}{i:03d}" for i in range(count)]
-        for partition in range(4):
-            (tmp_path / "chunk.txt").write_text("\n".join(bodies[partition::4]))
-            cli(app, tmp_path, env, "eventhubs", "send", "shared", "--file", str(tmp_path / "chunk.txt"),
-                "--partition-id", str(partition))
-        return set(bodies)
+        return send_events(app, tmp_path, env, prefix, count)
 
     def seen() -> Counter[str]:
         return Counter(body for body, _, _ in handled(dsn, table))
@@ -225,3 +215,11 @@ def test_after_a_server_restart_one_of_two_hosts_runs_the_singleton_timer(
     finally:
         for host in hosts:
             stop_funchost(host)
+
+
+def _messaging_host(tmp_path: Path, dsn: str, schema: str, code: str, host_json: dict[str, object],
+                    config: dict[str, object] | None) -> tuple[Path, str, dict[str, str], RunningHost]:
+    """A host of an app that records what it handles in a table on the server: (app, table, env, host)."""
+    table, env = record_table(dsn, schema, *RECORDS)
+    app = make_app(tmp_path, code, host_json, config)
+    return app, table, env, start_funchost(app, *HOST_ARGS, data_dir=tmp_path / "data", env=env)
