@@ -131,25 +131,27 @@ def translate_asyncpg(config: PostgresConfig, exc: BaseException) -> StorageErro
     return None
 
 
-def _session_survives(exc: BaseException) -> bool:
-    """The server refused one statement and the session goes on (not a connection failure, a
-    shutdown or starting server (57P), nor the client losing its place)."""
+def _ends_the_session(exc: BaseException) -> bool:
+    """A server error that ends the session: a connection failure (08) or a server shutting down
+    or starting (57P)."""
     import asyncpg
 
-    if not isinstance(exc, asyncpg.PostgresError) or isinstance(exc, asyncpg.PostgresConnectionError):
-        return False
-    state = exc.sqlstate or ""
-    return not state.startswith(("08", "57P"))
+    return isinstance(exc, asyncpg.PostgresError) and (exc.sqlstate or "").startswith(("08", "57P"))
+
+
+def _session_survives(exc: BaseException) -> bool:
+    """The server refused one statement and the session goes on (not a session the server ended,
+    nor the client losing its place)."""
+    import asyncpg
+
+    return (isinstance(exc, asyncpg.PostgresError) and not isinstance(exc, asyncpg.PostgresConnectionError)
+            and not _ends_the_session(exc))
 
 
 def _server_away(exc: BaseException) -> bool:
     """A failed connect worth trying again: nothing listening, or a server shutting down or
     starting (not a wrong password, database or certificate)."""
-    import asyncpg
-
-    if isinstance(exc, asyncpg.PostgresError):
-        return (exc.sqlstate or "").startswith(("08", "57P"))
-    return isinstance(exc, OSError | asyncio.TimeoutError)
+    return _ends_the_session(exc) or isinstance(exc, OSError | asyncio.TimeoutError)
 
 
 class HotStatements:
