@@ -173,3 +173,32 @@ def test_an_http_app_starts_without_what_it_does_not_use(tmp_path: Path) -> None
     unused = {"httpx", "opentelemetry.sdk", "funchost.testing", "funchost.cli.events", "funchost.cli.queue",
               "funchost.cli.servicebus"}
     assert not unused & loaded, sorted(unused & loaded)
+
+
+THRESHOLD_APP = """
+import gc
+import os
+import azure.functions as func
+if os.environ.get("APP_THRESHOLD"):
+    gc.set_threshold(int(os.environ["APP_THRESHOLD"]))
+app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+@app.route(route="threshold")
+def threshold(req: func.HttpRequest) -> func.HttpResponse:
+    return func.HttpResponse(str(gc.get_threshold()[0]))
+"""
+
+
+@pytest.mark.parametrize(("app_threshold", "serving"), [("", "2000"), ("5000", "5000")])
+def test_the_serving_host_collects_young_objects_as_python_313_unless_the_app_chose(
+        tmp_path: Path, app_threshold: str, serving: str) -> None:
+    """Python 3.11's default of 700 becomes 3.13's 2 000 before the app loads: a threshold the
+    app sets itself stays."""
+    write_app(tmp_path / "app", THRESHOLD_APP)
+    host = start_funchost(tmp_path / "app", data_dir=tmp_path / "data", env={"APP_THRESHOLD": app_threshold})
+    try:
+        assert httpx.get(f"{host.base_url}/api/threshold").text == serving
+    finally:
+        code, output = stop_funchost(host)
+    assert code == 0, output
+

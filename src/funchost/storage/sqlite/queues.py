@@ -82,6 +82,10 @@ def _row_message(row: sqlite3.Row, *, with_receipt: bool = True, times: ServiceT
     )
 
 
+def _first(row: sqlite3.Row) -> int:
+    return row[0]  # type: ignore[no-any-return]
+
+
 QUICK_GROUP = 64  # operations per transaction on the loop's connection (a few hundred µs)
 
 
@@ -217,9 +221,11 @@ class SqliteQueueService:
                 "   AND (expires_at IS NULL OR expires_at > ?) ORDER BY visible_at, seq LIMIT ?)"
                 " RETURNING seq, id, content, inserted_at, expires_at, visible_at, dequeue_count, pop_receipt",
                 (now + visibility_timeout, nonce, name, now, now, max_messages)).fetchall()
-            rows.sort(key=lambda r: r["seq"])
+            rows.sort(key=_first)
             times = batch_service_time()
-            return [_row_message(r, times=times) for r in rows]
+            # By position, in the RETURNING's order: a name looked up in a row scans its columns.
+            return [QueueMessage(r[1], r[2], r[6], times(r[3]), times(r[4]), times(r[5]), r[7])  # type: ignore[arg-type]
+                    for r in rows]
 
         # A purge deletes every expired message: unbounded, so on the file's thread.
         return await (self._writes if purge else self._quick_writes).run(op)
