@@ -152,8 +152,9 @@ async def watch(remaining: Callable[[], Awaitable[int]], total: int, process: su
             "cpu_us_per_message": round(cpu / max(drained, 1) * 1e6, 1)}
 
 
-async def funchost_round(work: Path, messages: int, processes: int, src: Path | None = None,
-                         dashboard: bool = True, coroutine: bool = False) -> dict[str, float]:
+async def filled_app(work: Path, messages: int, coroutine: bool = False) -> tuple[Path, Path, Any, Any]:
+    """The drain's app and data folder in `work`, with `messages` messages waiting in its queue:
+    (app, data, the storage opened on it, its queue service)."""
     from funchost.clock import SystemClock
     from funchost.settings.app_settings import AppSettings
     from funchost.storage.host_storage import open_storage
@@ -165,6 +166,12 @@ async def funchost_round(work: Path, messages: int, processes: int, src: Path | 
     text = base64.b64encode(b'{"n": 1}').decode()
     for start in range(0, messages, 512):
         await asyncio.gather(*(service.put_message("bench", text) for _ in range(min(512, messages - start))))
+    return app, data, storage, service
+
+
+async def funchost_round(work: Path, messages: int, processes: int, src: Path | None = None,
+                         dashboard: bool = True, coroutine: bool = False) -> dict[str, float]:
+    app, data, storage, service = await filled_app(work, messages, coroutine)
     env = dict(os.environ, AZURE_FUNCTIONS_ENVIRONMENT="Production", FUNCTIONS_WORKER_PROCESS_COUNT=str(processes),
                FUNCHOST_STORAGE_ENDPOINTS="off",  # not needed here; by setting, for --baseline-src trees
                FUNCHOST_DASHBOARD="true" if dashboard else "false")

@@ -95,15 +95,17 @@ def write(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ..
     `logging` instead (the caller has checked the logger's level). `keys` and `values` are the
     record's structured fields (`fields_of`), the function's name and the invocation id second
     and third."""
-    done = write_text(level, message, values[1], values[2])
-    return done if done is not None else write_json(level, message, keys, values)
+    on_loop = _running_loop() is not None
+    done = write_text(level, message, values[1], values[2], on_loop)
+    return done if done is not None else write_json(level, message, keys, values, on_loop)
 
 
-def write_text(level: int, message: str, function: str, invocation_id: str) -> bool | None:
+def write_text(level: int, message: str, function: str, invocation_id: str, on_loop: bool) -> bool | None:
     """`write` for the console's text lines, which show none of the record's other fields (the
     caller builds them only when needed): True if written (or dropped by the console's filter),
     False if the record must go through `logging`, None if the console writes NDJSON (then
-    `write_json` with the fields)."""
+    `write_json` with the fields). `on_loop`: whether the caller runs on an event loop (the
+    invocation's lines always do: asking asyncio costs a system call on Python 3.11)."""
     global _route
     results = _results
     if results.handlers or results.filters or results.disabled or not results.propagate:
@@ -141,10 +143,10 @@ def write_text(level: int, message: str, function: str, invocation_id: str) -> b
     if second[0] != whole:
         second = _new_second(whole)
     line = f"[{second[1]}{MILLIS[int((now - whole) * 1000)]}] {message}{console.terminator}"
-    return _out(console, line) if console.defers else console.write_line(line)
+    return _out(console, line, on_loop)
 
 
-def write_json(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ...]) -> bool:
+def write_json(level: int, message: str, keys: tuple[str, ...], values: tuple[Any, ...], on_loop: bool) -> bool:
     """The NDJSON event of a line `write_text` answered None for (its checks passed just now)."""
     console = _route.console
     if console is None:
@@ -156,19 +158,18 @@ def write_json(level: int, message: str, keys: tuple[str, ...], values: tuple[An
         if name is None:
             name = _CAMEL[key] = camel_key(key)
         event[name] = value
-    return _out(console, json.dumps(event, default=str) + console.terminator)
+    return _out(console, json.dumps(event, default=str) + console.terminator, on_loop)
 
 
-def _out(console: ConsoleHandler, line: str) -> bool:
+def _out(console: ConsoleHandler, line: str, on_loop: bool) -> bool:
     """On an event loop, to the waiting lines of a console that writes each line through (written
     with the others of the next LINES_DELAY: `ConsoleHandler`); else written now."""
     global _deferring
-    if console.defers:
-        if _running_loop() is not None:
-            console.queue_line(line)
-            if not console.orders_user_output:  # else the app's own writes put the lines first
-                _deferring = console
-            return True
+    if console.buffered and on_loop:  # `defers`, read as the attribute it returns: no property call per line
+        console.queue_line(line)
+        if not console.orders_user_output:  # else the app's own writes put the lines first
+            _deferring = console
+        return True
     return console.write_line(line)
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import azure.functions as func
 from azure.functions import _abc
@@ -16,8 +15,10 @@ current_invocation: contextvars.ContextVar[InvocationInfo | None] = contextvars.
 )
 
 
-@dataclass(frozen=True)
-class InvocationInfo:
+class InvocationInfo(NamedTuple):
+    """Immutable; a named tuple rather than a frozen dataclass, which sets each field through
+    `object.__setattr__` (one of these is made per invocation)."""
+
     invocation_id: str
     function_name: str
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -72,5 +72,6 @@ class InvocationResult:
 
 
 class FunctionInvoker(Protocol):
-    async def invoke(self, request: InvocationRequest) -> InvocationResult:
-        """Run the function (with its retry policy and timeout); never raises."""
+    def invoke(self, request: InvocationRequest) -> Awaitable[InvocationResult]:
+        """Run the function (with its retry policy and timeout); never raises. An awaitable, not
+        necessarily a coroutine: `asyncio.ensure_future` makes it a task."""

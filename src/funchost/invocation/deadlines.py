@@ -29,8 +29,10 @@ class DeadlineWatch:
         self._running: dict[int, Watch] = {}  # in start order, which is deadline order
         self._timer: asyncio.TimerHandle | None = None
 
-    def enter(self) -> Watch:
-        task = asyncio.current_task()
+    def enter(self, task: asyncio.Task[object] | None = None) -> Watch:
+        """Watch `task` (by default the current one) from now until `leave`."""
+        if task is None:
+            task = asyncio.current_task()
         if task is None:
             raise RuntimeError("functionTimeout needs a running task")
         loop = task.get_loop()

@@ -14,7 +14,8 @@ import contextvars
 import logging
 import random
 import time
-from collections.abc import Sequence
+from asyncio import current_task
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from azure.functions.meta import Datum
@@ -74,7 +75,7 @@ class Executor:
                                 "function")
         self._plans: dict[str, tuple[InvocationPlan, CallNext]] = {}
         self._stopping = asyncio.Event()
-        self._running: dict[asyncio.Task[Any], int] = {}  # tasks in `invoke`, for a forced stop
+        self._running: dict[asyncio.Task[Any], int] = {}  # tasks inside an attempt (`_bind`), for a forced stop
         self._retry = RetryPolicy(runtime.clock, self._stopping, rng)
         timeout = runtime.options.function_timeout
         if middleware is None:  # a factory returns None when its feature is off: no piece at all
@@ -97,19 +98,9 @@ class Executor:
 
     # -- public ----------------------------------------------------------------------------------
 
-    async def invoke(self, request: InvocationRequest) -> InvocationResult:
+    def invoke(self, request: InvocationRequest) -> Awaitable[InvocationResult]:
         plan, handle = self._plan_and_chain(request.function)
-        task = asyncio.current_task()
-        running = self._running
-        if task is not None:
-            running[task] = running.get(task, 0) + 1
-        try:
-            return await handle(Invocation(request, plan))
-        finally:
-            if task is not None:
-                count = running.pop(task) - 1
-                if count:
-                    running[task] = count
+        return handle(Invocation(request, plan))
 
     def end_retries(self) -> None:
         """The host begins stopping: waits between retry attempts end now (the attempt in
@@ -153,6 +144,10 @@ class Executor:
             observer.attempt_started(invocation)
         started = time.perf_counter()
         result = invocation.result = InvocationResult(request.invocation_id, plan.function.name, succeeded=False)
+        task = invocation.task = current_task()
+        running = self._running
+        if task is not None:
+            running[task] = running.get(task, 0) + 1
         try:
             if plan.has_inputs:
                 outs = await self._arguments_with_inputs(invocation)
@@ -176,6 +171,11 @@ class Executor:
             raise
         except BaseException as exc:  # noqa: BLE001 - the executor never raises into listeners
             result.error = exc
+        finally:
+            if task is not None:
+                count = running.pop(task) - 1
+                if count:
+                    running[task] = count
         result.duration_ms = (time.perf_counter() - started) * 1000
         for observer in observers:
             observer.attempt_finished(invocation, result)
@@ -247,24 +247,29 @@ class Executor:
 
     # -- the call --------------------------------------------------------------------------------
 
-    async def _call(self, invocation: Invocation) -> InvocationResult:
-        plan, request, kwargs = invocation.plan, invocation.request, invocation.kwargs
+    def _call(self, invocation: Invocation) -> Awaitable[InvocationResult]:
+        """The call itself. A sync function's call is the pool's future, with no coroutine of its
+        own: the thread stores the value, and the future's result is the attempt's result."""
+        plan = invocation.plan
         function = plan.function
-        # Set for this task only: user log records in async functions (and, through the copied
-        # context, in the pool thread of sync ones) carry the invocation id.
-        token = current_invocation.set(InvocationInfo(request.invocation_id, function.name))
+        if function.is_async:
+            return self._call_async(invocation)
+        # Set in the call's own copy of the context only: user log records in the pool thread
+        # carry the invocation id, the task's context stays as it is.
+        context = contextvars.copy_context()
+        context.run(current_invocation.set, InvocationInfo(invocation.request.invocation_id, function.name))
+        if plan.context_name is None:
+            return self._pool.run(context.run, _run_sync, invocation)
+        return self._pool.run(context.run, _run_sync_with_context, invocation, plan.context_name)
+
+    async def _call_async(self, invocation: Invocation) -> InvocationResult:
+        request = invocation.request
+        # Set for this task only: user log records of the function carry the invocation id.
+        token = current_invocation.set(InvocationInfo(request.invocation_id, invocation.plan.function.name))
         try:
-            if function.is_async:
-                # Awaited in this task, as the worker does: no extra task per invocation.
-                before_user_code()
-                invocation.value = await function.func(**kwargs)
-            elif plan.context_name is None:
-                invocation.value = await self._pool.run(contextvars.copy_context().run, _run_sync,
-                                                        function.func, kwargs)
-            else:
-                invocation.value = await self._pool.run(contextvars.copy_context().run, _run_sync_with_context,
-                                                        function.func, kwargs, kwargs[plan.context_name],
-                                                        request.invocation_id)
+            # Awaited in this task, as the worker does: no extra task per invocation.
+            before_user_code()
+            invocation.value = await invocation.plan.function.func(**invocation.kwargs)
         finally:
             current_invocation.reset(token)
         return invocation.result  # type: ignore[return-value]  # created by _bind
@@ -276,12 +281,14 @@ def _context(request: InvocationRequest, retry_context: RetryContext | None) -> 
                              TraceContext(request.trace_parent or "", request.trace_state or "", {}), retry_context)
 
 
-def _run_sync(func: Any, kwargs: dict[str, Any]) -> Any:
+def _run_sync(invocation: Invocation) -> InvocationResult:
+    """On a pool thread: the value goes to the invocation, which the loop reads once the call's
+    future is done."""
     before_user_code()
-    return func(**kwargs)
+    invocation.value = invocation.plan.function.func(**invocation.kwargs)
+    return invocation.result  # type: ignore[return-value]  # created by _bind
 
 
-def _run_sync_with_context(func: Any, kwargs: dict[str, Any], context: InvocationContext, invocation_id: str) -> Any:
-    context.thread_local_storage.invocation_id = invocation_id
-    before_user_code()
-    return func(**kwargs)
+def _run_sync_with_context(invocation: Invocation, context_name: str) -> InvocationResult:
+    invocation.kwargs[context_name].thread_local_storage.invocation_id = invocation.request.invocation_id
+    return _run_sync(invocation)

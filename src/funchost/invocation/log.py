@@ -36,11 +36,11 @@ async def log_invocation(invocation: Invocation, call_next: CallNext) -> Invocat
     if results_log.isEnabledFor(INFO):
         invocation_id = request.invocation_id
         message = f"{plan.executing_prefix}{request.reason}', Id={invocation_id})"
-        done = _write_text(INFO, message, plan.function.name, invocation_id)
+        done = _write_text(INFO, message, plan.function.name, invocation_id, True)  # on the loop: a piece of the task
         if not done:
             values = ("FunctionStarted", plan.function.name, invocation_id, request.reason, request.details)
             if done is None:
-                done = _write_json(INFO, message, STARTED, values)
+                done = _write_json(INFO, message, STARTED, values, True)
             if not done:
                 _emit(INFO, message, STARTED, values)
     result = await call_next(invocation)
@@ -49,11 +49,11 @@ async def log_invocation(invocation: Invocation, call_next: CallNext) -> Invocat
             invocation_id = request.invocation_id
             duration = result.duration_ms
             message = f"{plan.executed_prefix}Succeeded, Id={invocation_id}, Duration={duration:.0f}ms)"
-            done = _write_text(INFO, message, plan.function.name, invocation_id)
+            done = _write_text(INFO, message, plan.function.name, invocation_id, True)
             if not done:
                 completed = ("FunctionCompleted", plan.function.name, invocation_id, True, round(duration, 3))
                 if done is None:
-                    done = _write_json(INFO, message, COMPLETED, completed)
+                    done = _write_json(INFO, message, COMPLETED, completed, True)
                 if not done:
                     _emit(INFO, message, COMPLETED, completed)
     else:

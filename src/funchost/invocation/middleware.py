@@ -23,6 +23,7 @@ history's recording (benchmarks/README.md, "The dashboard's cost").
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 class Invocation:
     """One attempt at running a function, as it passes through the chain."""
 
-    __slots__ = ("kwargs", "plan", "request", "result", "retry_context", "value")
+    __slots__ = ("kwargs", "plan", "request", "result", "retry_context", "task", "value")
 
     def __init__(self, request: InvocationRequest, plan: InvocationPlan,
                  retry_context: RetryContext | None = None) -> None:
@@ -46,6 +47,7 @@ class Invocation:
         self.kwargs: dict[str, Any] = {}  # the user function's arguments (set by binding)
         self.value: Any = None  # what the user function returned
         self.result: InvocationResult | None = None  # the attempt's result (created by binding)
+        self.task: asyncio.Task[Any] | None = None  # the task running the attempt (set by binding)
 
 
 @runtime_checkable

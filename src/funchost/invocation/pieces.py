@@ -69,7 +69,7 @@ class FunctionTimeout:
     async def _watched(self, invocation: Invocation, call_next: CallNext, deadlines: DeadlineWatch) -> InvocationResult:
         """`asyncio.timeout`'s rules: a cancellation the deadline caused becomes the timeout
         error; one requested by someone else (the host stopping) stays a cancellation."""
-        watch = deadlines.enter()
+        watch = deadlines.enter(invocation.task)  # binding's look at the task: asking again costs a system call
         try:
             result = await call_next(invocation)
         except asyncio.CancelledError:

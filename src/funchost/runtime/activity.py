@@ -4,8 +4,10 @@ Two kinds: framework work (storage calls on worker threads, output writes, deliv
 by `busy()`; and user functions running, tracked by invocation id, because a test may block a
 function on purpose and time must still be able to move around it.
 
-Both are on every invocation's path, so they are plain functions under one lock (the context
-managers are thin wrappers for the less frequent callers).
+Both are on every invocation's path, so they are plain functions: the count under a lock (`+=`
+on a global is several steps another thread may interleave), the set without one (`add`,
+`discard` and the copy are each one step under the interpreter lock). `busy()` is the
+context manager for the framework's callers.
 """
 
 from __future__ import annotations
@@ -30,13 +32,20 @@ def exit_busy() -> None:
 
 
 class _Busy:
+    """`enter_busy` and `exit_busy` spelled out: a storage call on the loop enters it (no call
+    of its own each time)."""
+
     __slots__ = ()
 
     def __enter__(self) -> None:
-        enter_busy()
+        global _in_flight
+        with _lock:
+            _in_flight += 1
 
     def __exit__(self, *exc: object) -> None:
-        exit_busy()
+        global _in_flight
+        with _lock:
+            _in_flight -= 1
 
 
 _BUSY = _Busy()
@@ -48,13 +57,11 @@ def busy() -> _Busy:
 
 
 def function_started(invocation_id: str) -> None:
-    with _lock:
-        _running.add(invocation_id)
+    _running.add(invocation_id)  # one step of the set under the interpreter lock: no lock of ours
 
 
 def function_finished(invocation_id: str) -> None:
-    with _lock:
-        _running.discard(invocation_id)
+    _running.discard(invocation_id)
 
 
 def in_flight() -> int:
@@ -62,5 +69,4 @@ def in_flight() -> int:
 
 
 def running_functions() -> frozenset[str]:
-    with _lock:
-        return frozenset(_running)
+    return frozenset(_running)  # copied in one step, as the set is changed

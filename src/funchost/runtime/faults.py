@@ -38,6 +38,9 @@ class _Armed:
 class FaultInjector:
     _armed: dict[str, list[_Armed]] = field(default_factory=dict)
     history: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # Whether any point is armed (kept by `arm` and `disarm`): read on every message and
+    # invocation, so an attribute, not a property call each time.
+    enabled: bool = field(default=False, init=False)
 
     def arm(
         self,
@@ -48,16 +51,14 @@ class FaultInjector:
         when: Callable[..., bool] | None = None,
     ) -> None:
         self._armed.setdefault(point, []).append(_Armed(action, times, when))
+        self.enabled = True
 
     def disarm(self, point: str | None = None) -> None:
         if point is None:
             self._armed.clear()
         else:
             self._armed.pop(point, None)
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self._armed)
+        self.enabled = bool(self._armed)
 
     async def hit(self, point: str, **details: Any) -> None:
         armed = self._armed.get(point)

@@ -15,6 +15,8 @@ from funchost.invocation.pieces import FunctionTimeout
 
 
 class _Invocation:
+    task = None  # binding's look at the task; None: the watch asks for the current one
+
     class plan:  # noqa: N801 - the attribute path FunctionTimeout reads
         class function:  # noqa: N801
             name = "slow"
@@ -86,3 +88,14 @@ async def test_a_timer_left_by_a_finished_call_moves_to_the_next() -> None:
     second = asyncio.ensure_future(piece(_Invocation(), _sleeping(10)))  # type: ignore[arg-type]
     with pytest.raises(FunctionTimeoutError):
         await asyncio.wait_for(second, 5)
+
+
+async def test_the_watch_cancels_the_task_it_is_given() -> None:
+    """Binding hands the watch its task (`Invocation.task`): that task, not the caller's, is cancelled."""
+    watch = DeadlineWatch(0.01)
+    target = asyncio.ensure_future(asyncio.sleep(10))
+    entry = watch.enter(target)  # type: ignore[arg-type]
+    assert entry.task is target
+    with pytest.raises(asyncio.CancelledError):
+        await target
+    assert entry.expired and not asyncio.current_task().cancelled()  # type: ignore[union-attr]

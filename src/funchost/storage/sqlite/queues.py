@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
@@ -271,7 +271,7 @@ class SqliteQueueService:
 
         return await self._quick_writes.run(op)
 
-    async def delete_message(self, name: str, message_id: str, pop_receipt: str) -> None:
+    def delete_message(self, name: str, message_id: str, pop_receipt: str) -> Awaitable[None]:
         now = self._now()
         seq = seq_of(message_id)
 
@@ -285,7 +285,7 @@ class SqliteQueueService:
             self._find(conn, name, message_id, seq, pop_receipt, now)
             conn.execute("DELETE FROM messages WHERE seq=?", (seq,))
 
-        await self._quick_writes.run(op)
+        return self._quick_writes.run(op)
 
     async def clear_messages(self, name: str) -> None:
 

@@ -150,7 +150,7 @@ class AdminApi:
             log.error("admin invoke of '%s' failed: %s", function.name, exc)
             await respond(send, 500)
             return
-        task = asyncio.get_running_loop().create_task(self.runtime.invoker.invoke(request))
+        task = asyncio.ensure_future(self.runtime.invoker.invoke(request))
         self.background.add(task)
         task.add_done_callback(self.background.discard)
         await respond(send, 202)

@@ -70,11 +70,13 @@ class QueueListener:
         self._stopping = asyncio.Event()  # ends the batch-threshold wait: nothing else does
         self._below: asyncio.Future[None] | None = None  # the threshold wait: resolved as a message finishes
         self._unsubscribe: Callable[[], None] | None = None
+        self._event_loop: asyncio.AbstractEventLoop | None = None  # the loop it runs on, from `start`
         self.fetches = 0
 
     # -- Listener --------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        self._event_loop = asyncio.get_running_loop()  # `_executed` asks it for the current task
         self._unsubscribe = self.runtime.signals.subscribe(
             queue_topic(self.service.account_name, self.queue), self.notify)
         self.loop.start()
@@ -134,7 +136,8 @@ class QueueListener:
 
     def _executed(self) -> None:
         """Called by the processor in a message's task once its function has returned."""
-        task = asyncio.current_task()
+        # With the loop given, no look for the running loop (a system call on Python 3.11).
+        task = asyncio.current_task(self._event_loop)
         if task is not None:
             self._running.discard(task)  # the message's own task
         if self._below_threshold():

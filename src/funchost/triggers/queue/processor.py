@@ -8,12 +8,13 @@ lease is gone" (PopReceiptMismatch, 404, 409) are expected and swallowed, as Web
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from funchost.errors import PopReceiptMismatch, ResourceConflict, ResourceNotFound
 from funchost.indexing.spec import FunctionSpec
+from funchost.invocation.contracts import InvocationResult
 from funchost.runtime.contracts import Runtime
 from funchost.storage.queue_send import send_message
 from funchost.storage.queues import QueueMessage, QueueService
@@ -76,7 +77,8 @@ class QueueProcessor:
             return
         hold = self.keeper.hold(held)
         try:
-            succeeded = await self.execute(message, body)
+            outcome = await self.execute(message, body)
+            succeeded = outcome if isinstance(outcome, bool) else outcome.succeeded
         finally:
             renewing = self.keeper.release(hold)
             if executed is not None:
@@ -93,14 +95,14 @@ class QueueProcessor:
         else:
             await self._release(held)
 
-    async def execute(self, message: QueueMessage, body: bytes) -> bool:
-        """Run the function for one message (visibility held); True deletes it. The blob trigger's
-        internal queue overrides this (same poison rules, its own dispatch)."""
+    def execute(self, message: QueueMessage, body: bytes) -> Awaitable[InvocationResult | bool]:
+        """Run the function for one message (visibility held): the invocation's result, or a bool;
+        success deletes the message. The blob trigger's internal queue overrides this (same poison
+        rules, its own dispatch). Here it is the invocation itself, no coroutine of its own."""
         # The clock is read only for a message without an insertion time (it stands in for it).
         request = build_request(self.function, message, body, self.queue,
                                 message.insertion_time or self.runtime.clock.now())
-        result = await self.runtime.invoker.invoke(request)
-        return result.succeeded
+        return self.runtime.invoker.invoke(request)
 
     async def stop(self) -> None:
         await self.keeper.stop()
