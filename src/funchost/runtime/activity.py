@@ -13,27 +13,17 @@ context manager for the framework's callers.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 _lock = threading.Lock()
 _in_flight = 0
 _running: set[str] = set()
 
 
-def enter_busy() -> None:
-    global _in_flight
-    with _lock:
-        _in_flight += 1
-
-
-def exit_busy() -> None:
-    global _in_flight
-    with _lock:
-        _in_flight -= 1
-
-
 class _Busy:
-    """`enter_busy` and `exit_busy` spelled out: a storage call on the loop enters it (no call
-    of its own each time)."""
+    """The in-flight count, entered and left: `with busy():` on the framework's paths (the
+    context manager's own methods, no helper call each time), `enter_busy` / `exit_busy` for
+    callers that take plain callbacks."""
 
     __slots__ = ()
 
@@ -49,6 +39,8 @@ class _Busy:
 
 
 _BUSY = _Busy()
+enter_busy: Callable[[], None] = _BUSY.__enter__
+exit_busy: Callable[[], None] = _BUSY.__exit__
 
 
 def busy() -> _Busy:
