@@ -12,6 +12,9 @@ messages through a no-op function, rounds interleaved target by target:
   skips 2), embedded storage;
 * ``funchost-1-async`` (with ``--async-row``): funchost-1 with an ``async def`` no-op, the kind of
   entrypoint pgqueuer runs;
+* ``funchost-1-pinned`` (with ``--pinned-row``): funchost-1 started under ``taskset -c N`` (the
+  machine's last CPU), its event loop and function thread on one core (docs/operations.md,
+  "One core per host process");
 * ``baseline-1`` / ``baseline-2`` (with ``--baseline-src DIR``): funchost-1 and funchost-2 from
   another source tree (``baseline-2`` unless ``--no-workers``);
 * ``funchost-1-no-dashboard`` / ``funchost-2-no-dashboard`` (with ``--compare-dashboard``): the
@@ -170,7 +173,7 @@ async def filled_app(work: Path, messages: int, coroutine: bool = False) -> tupl
 
 
 async def funchost_round(work: Path, messages: int, processes: int, src: Path | None = None,
-                         dashboard: bool = True, coroutine: bool = False) -> dict[str, float]:
+                         dashboard: bool = True, coroutine: bool = False, cpu: int | None = None) -> dict[str, float]:
     app, data, storage, service = await filled_app(work, messages, coroutine)
     env = dict(os.environ, AZURE_FUNCTIONS_ENVIRONMENT="Production", FUNCTIONS_WORKER_PROCESS_COUNT=str(processes),
                FUNCHOST_STORAGE_ENDPOINTS="off",  # not needed here; by setting, for --baseline-src trees
@@ -178,7 +181,8 @@ async def funchost_round(work: Path, messages: int, processes: int, src: Path | 
     if src is not None:  # another source tree first on the path (before/after in one run)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src / "src"), env.get("PYTHONPATH")]))
     spawned = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "funchost", "start", str(app), "--data", str(data),
+    pinned = ["taskset", "-c", str(cpu)] if cpu is not None else []
+    process = subprocess.Popen([*pinned, sys.executable, "-m", "funchost", "start", str(app), "--data", str(data),
                                 "--port", "0"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     async def remaining() -> int:
@@ -260,6 +264,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             targets["funchost-2-no-dashboard"] = lambda w: funchost_round(w, args.messages, 2, dashboard=False)
     if args.async_row:
         targets["funchost-1-async"] = lambda w: funchost_round(w, args.messages, 1, coroutine=True)
+    if args.pinned_row:
+        last_cpu = max(os.sched_getaffinity(0))
+        targets["funchost-1-pinned"] = lambda w: funchost_round(w, args.messages, 1, cpu=last_cpu)
     if args.baseline_src is not None:
         targets["baseline-1"] = lambda w: funchost_round(w, args.messages, 1, args.baseline_src.resolve())
         if not args.no_workers:
@@ -282,6 +289,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "environment": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
                         "load_average_start": load_start, "load_average_end": list(os.getloadavg())},
         "parameters": {"messages": args.messages, "rounds": args.rounds, "compare_dashboard": args.compare_dashboard,
+                       "pinned_row": args.pinned_row,
                        "host_json": HOST_JSON,
                        "baseline_src": same_run.baseline_label(args)},
         "results": results,
@@ -311,6 +319,8 @@ def main() -> None:
     parser.add_argument("--no-workers", action="store_true", help="skip the two-process funchost targets")
     parser.add_argument("--async-row", action="store_true",
                         help="also funchost-1-async: the no-op as an `async def` (pgqueuer's entrypoint is one)")
+    parser.add_argument("--pinned-row", action="store_true",
+                        help="also funchost-1-pinned: funchost-1 under `taskset -c` on one CPU")
     parser.add_argument("--warning-logs", action="store_true",
                         help="host.json log level Warning (no console line per invocation) instead of the defaults")
     args = parser.parse_args()
