@@ -324,6 +324,8 @@ def main() -> None:
     parser.add_argument("--warning-logs", action="store_true",
                         help="host.json log level Warning (no console line per invocation) instead of the defaults")
     args = parser.parse_args()
+    if args.pinned_row and (shutil.which("taskset") is None or not hasattr(os, "sched_getaffinity")):
+        parser.error("--pinned-row needs Linux's taskset (util-linux)")
     if args.warning_logs:
         HOST_JSON["logging"] = {"logLevel": {"default": "Warning"}}
     report = asyncio.run(run(args))
