@@ -28,7 +28,7 @@ def json_body(req: func.HttpRequest) -> object:
 
 
 def is_text(value: str) -> bool:
-    """False for a string holding a lone surrogate (JSON allows "\ud800"; UTF-8 does not)."""
+    """False for a string holding a lone surrogate (JSON allows "\\ud800"; UTF-8 does not)."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:

@@ -22,6 +22,7 @@ from funchost.listeners.delays import RandomizedExponentialBackoff
 from funchost.listeners.poll_loop import PollLoop
 from funchost.runtime import activity
 from funchost.runtime.signals import Signals
+from funchost.runtime.stopping import until_empty
 
 log = logging.getLogger("funchost.durable")
 
@@ -90,7 +91,7 @@ class WorkLoop:
         await self._loop.stop()
         while self._running or self._reserved:
             if self._running:
-                await asyncio.gather(*list(self._running), return_exceptions=True)
+                await until_empty(self._running)
             else:
                 self._slot_freed.clear()
                 await self._slot_freed.wait()

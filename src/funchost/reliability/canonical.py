@@ -10,7 +10,7 @@ Rules of the canonical form:
 - key casing is fixed by the DTO (camelCase, as the web defaults of System.Text.Json);
 - a key whose value is `None` is dropped, so `null` and "omitted" hash the same;
 - integers stay integers; floats use Python's shortest repr; NaN/Infinity are refused;
-- a string holding a lone surrogate (JSON ``"\ud800"``) is refused: it is not Unicode text and
+- a string holding a lone surrogate (JSON ``"\\ud800"``) is refused: it is not Unicode text and
   has no UTF-8 form (System.Text.Json refuses to read it too).
 """
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from funchost.errors import ConfigError
@@ -27,6 +27,18 @@ SHUTDOWN_TIMEOUT_SETTING = "ASPNETCORE_SHUTDOWNTIMEOUTSECONDS"
 DEFAULT_SHUTDOWN_TIMEOUT = 30.0  # .NET's HostOptions.ShutdownTimeout (since .NET 6)
 CANCEL_GRACE = 2.0  # seconds cancelled work gets to unwind before the stop moves on without it
 CLOSE_TIMEOUT = 5.0  # seconds the endpoints and services get to close once the work is over
+
+
+async def until_empty(tasks: Collection[asyncio.Future[Any]]) -> None:
+    """Wait until `tasks` is empty, for a set its tasks leave in their own done callbacks.
+
+    Those callbacks run a loop turn after a task ends. From Python 3.12 on, `gather` over tasks
+    that have all ended returns without giving the loop that turn, so a loop that only gathered
+    until the set was empty would spin forever on a task that had just ended (a host's stop
+    hung at full CPU that way): each pass lets the loop run once."""
+    while tasks:
+        await asyncio.gather(*list(tasks), return_exceptions=True)
+        await asyncio.sleep(0)
 
 
 def shutdown_timeout(settings: Mapping[str, str]) -> float:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from funchost.errors import ConfigError
-from funchost.runtime.stopping import DEFAULT_SHUTDOWN_TIMEOUT, drain_within, shutdown_timeout
+from funchost.runtime.stopping import DEFAULT_SHUTDOWN_TIMEOUT, drain_within, shutdown_timeout, until_empty
 from funchost.testing import HostHarness, write_app
 
 APP = """
@@ -66,6 +66,38 @@ async def test_drain_within_runs_the_stops_together_and_cancels_only_past_the_ti
     stuck = [("stuck", stop("stuck", never))]
     assert await drain_within(stuck, 0.01, lambda: cancelled.append(1) or 1, grace=0.01) is False
     assert cancelled == [1] and order[-1] == "stuck began"  # its stop was cancelled after the grace
+
+
+async def test_until_empty_gives_the_done_callbacks_their_loop_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A listener's stop waits until its set of tasks is empty; the tasks leave the set in their
+    done callbacks, which run a loop turn after a task ends. From Python 3.12 on, `gather` over
+    tasks that have all ended returns without a loop turn (simulated here, so that every Python
+    runs the case): gathering alone spun forever, and a host's stop hung at full CPU."""
+    real_gather = asyncio.gather
+    calls = 0
+
+    async def gather_without_a_turn(*futures: asyncio.Future[object], return_exceptions: bool = False) -> list[object]:
+        nonlocal calls
+        calls += 1
+        if calls > 100:
+            raise AssertionError("gathered 100 times and the loop never turned")
+        if all(future.done() for future in futures):  # Python 3.12+: the results at once
+            return [future.result() for future in futures]
+        return await real_gather(*futures, return_exceptions=return_exceptions)
+
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def work() -> None:
+        return None
+
+    task = asyncio.get_running_loop().create_task(work())
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)
+    await asyncio.sleep(0)  # the task has run and ended; its done callback waits for the next turn
+    assert task.done() and task in tasks
+    monkeypatch.setattr(asyncio, "gather", gather_without_a_turn)
+    await until_empty(tasks)
+    assert not tasks and calls == 1
 
 
 @pytest.fixture

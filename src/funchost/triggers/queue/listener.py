@@ -27,6 +27,7 @@ from funchost.listeners.delays import RandomizedExponentialBackoff
 from funchost.listeners.poll_loop import PollLoop
 from funchost.runtime.contracts import Runtime
 from funchost.runtime.signals import queue_topic
+from funchost.runtime.stopping import until_empty
 from funchost.storage.queues import QueueService
 from funchost.triggers.queue.options import MIN_POLLING_INTERVAL, QueuesOptions
 from funchost.triggers.queue.processor import QueueProcessor
@@ -89,8 +90,7 @@ class QueueListener:
         self._stopping.set()
         self._resolve_below()
         await self.loop.stop()
-        while self._processing:
-            await asyncio.gather(*list(self._processing), return_exceptions=True)
+        await until_empty(self._processing)
         await self.processor.stop()
 
     def notify(self) -> None:

@@ -23,6 +23,7 @@ from funchost.indexing.spec import FunctionSpec
 from funchost.listeners.delays import RandomizedExponentialBackoff
 from funchost.listeners.poll_loop import PollLoop
 from funchost.runtime.contracts import Runtime
+from funchost.runtime.stopping import until_empty
 from funchost.servicebus.namespaces import ServiceBusNamespace
 from funchost.storage.servicebus import (
     ReceivedMessage,
@@ -145,8 +146,7 @@ class ServiceBusListener:
             self._unsubscribe = None
         self.notify()
         await asyncio.gather(*(loop.stop() for loop in self._loops))
-        while self._processing:
-            await asyncio.gather(*list(self._processing), return_exceptions=True)
+        await until_empty(self._processing)
         if self._cache:
             await self._dispatch_batch(self._take_cache(len(self._cache)), self._cache_session)
         if self._cache_session is not None:
