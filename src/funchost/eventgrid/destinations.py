@@ -25,6 +25,7 @@ from funchost.eventgrid.config import SubscriptionConfig
 from funchost.indexing.spec import FunctionSpec
 from funchost.invocation.contracts import FunctionInvoker, InvocationRequest
 from funchost.runtime.faults import NO_FAULTS, FaultInjector
+from funchost.runtime.stopping import until_empty
 from funchost.storage.eventgrid import EventGridStore
 from funchost.storage.queue_send import send_message
 from funchost.storage.queues import QueueService
@@ -146,8 +147,7 @@ class FunctionSender:
 
     async def drain(self) -> None:
         """Until the invocations of every delivery, timed out ones included, are over."""
-        while self._running:
-            await asyncio.wait(set(self._running))
+        await until_empty(self._running)
 
 
 # --- webhooks ------------------------------------------------------------------------------------

@@ -30,7 +30,8 @@ CLOSE_TIMEOUT = 5.0  # seconds the endpoints and services get to close once the 
 
 
 async def until_empty(tasks: Collection[asyncio.Future[Any]]) -> None:
-    """Wait until `tasks` is empty, for a set its tasks leave in their own done callbacks.
+    """Wait until `tasks` is empty, for a set its tasks leave in their own done callbacks (the
+    queue and Service Bus listeners' messages, the Durable work loop's, Event Grid deliveries').
 
     Those callbacks run a loop turn after a task ends. From Python 3.12 on, `gather` over tasks
     that have all ended returns without giving the loop that turn, so a loop that only gathered
