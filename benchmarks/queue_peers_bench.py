@@ -15,6 +15,9 @@ messages through a no-op function, rounds interleaved target by target:
 * ``funchost-1-pinned`` (with ``--pinned-row``): funchost-1 started under ``taskset -c N`` (the
   machine's last CPU), its event loop and function thread on one core (docs/operations.md,
   "One core per host process");
+* ``funchost-1-no-thread`` (with ``--no-thread-row``): funchost-1 with each `def` call made on the
+  event loop's thread (``benchmarks/hooks/no_thread``, a measurement only): the message's task
+  still awaits the call's future, but nothing crosses to another thread;
 * ``baseline-1`` / ``baseline-2`` (with ``--baseline-src DIR``): funchost-1 and funchost-2 from
   another source tree (``baseline-2`` unless ``--no-workers``);
 * ``funchost-1-no-dashboard`` / ``funchost-2-no-dashboard`` (with ``--compare-dashboard``): the
@@ -53,6 +56,7 @@ import same_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results" / "queue_peers.json"
+NO_THREAD_HOOK = ROOT / "hooks" / "no_thread"  # --no-thread-row: the `def` calls on the loop (a measurement)
 sys.path.insert(0, str(ROOT.parent))  # tests.support.postgres
 
 APP = textwrap.dedent("""
@@ -173,13 +177,17 @@ async def filled_app(work: Path, messages: int, coroutine: bool = False) -> tupl
 
 
 async def funchost_round(work: Path, messages: int, processes: int, src: Path | None = None,
-                         dashboard: bool = True, coroutine: bool = False, cpu: int | None = None) -> dict[str, float]:
+                         dashboard: bool = True, coroutine: bool = False, cpu: int | None = None,
+                         no_thread: bool = False) -> dict[str, float]:
     app, data, storage, service = await filled_app(work, messages, coroutine)
     env = dict(os.environ, AZURE_FUNCTIONS_ENVIRONMENT="Production", FUNCTIONS_WORKER_PROCESS_COUNT=str(processes),
                FUNCHOST_STORAGE_ENDPOINTS="off",  # not needed here; by setting, for --baseline-src trees
                FUNCHOST_DASHBOARD="true" if dashboard else "false")
     if src is not None:  # another source tree first on the path (before/after in one run)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src / "src"), env.get("PYTHONPATH")]))
+    if no_thread:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(NO_THREAD_HOOK), env.get("PYTHONPATH")]))
+        env["FUNCHOST_BENCH_NO_THREAD"] = "1"
     spawned = time.perf_counter()
     pinned = ["taskset", "-c", str(cpu)] if cpu is not None else []
     process = subprocess.Popen([*pinned, sys.executable, "-m", "funchost", "start", str(app), "--data", str(data),
@@ -267,6 +275,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.pinned_row:
         last_cpu = max(os.sched_getaffinity(0))
         targets["funchost-1-pinned"] = lambda w: funchost_round(w, args.messages, 1, cpu=last_cpu)
+    if args.no_thread_row:
+        targets["funchost-1-no-thread"] = lambda w: funchost_round(w, args.messages, 1, no_thread=True)
     if args.baseline_src is not None:
         targets["baseline-1"] = lambda w: funchost_round(w, args.messages, 1, args.baseline_src.resolve())
         if not args.no_workers:
@@ -289,7 +299,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "environment": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
                         "load_average_start": load_start, "load_average_end": list(os.getloadavg())},
         "parameters": {"messages": args.messages, "rounds": args.rounds, "compare_dashboard": args.compare_dashboard,
-                       "pinned_row": args.pinned_row,
+                       "pinned_row": args.pinned_row, "no_thread_row": args.no_thread_row,
                        "host_json": HOST_JSON,
                        "baseline_src": same_run.baseline_label(args)},
         "results": results,
@@ -321,6 +331,9 @@ def main() -> None:
                         help="also funchost-1-async: the no-op as an `async def` (pgqueuer's entrypoint is one)")
     parser.add_argument("--pinned-row", action="store_true",
                         help="also funchost-1-pinned: funchost-1 under `taskset -c` on one CPU")
+    parser.add_argument("--no-thread-row", action="store_true",
+                        help="also funchost-1-no-thread: each `def` call made on the loop's thread "
+                             "(a measurement of the thread's share, not a way to run apps)")
     parser.add_argument("--warning-logs", action="store_true",
                         help="host.json log level Warning (no console line per invocation) instead of the defaults")
     args = parser.parse_args()
