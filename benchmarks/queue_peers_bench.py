@@ -13,8 +13,8 @@ messages through a no-op function, rounds interleaved target by target:
 * ``funchost-1-async`` (with ``--async-row``): funchost-1 with an ``async def`` no-op, the kind of
   entrypoint pgqueuer runs;
 * ``funchost-1-pinned`` (with ``--pinned-row``): funchost-1 started under ``taskset -c N`` (the
-  machine's last CPU), its event loop and function thread on one core (docs/operations.md,
-  "One core per host process");
+  machine's last CPU), its event loop and function thread on one core (docs/worker-processes.md,
+  "One core per process");
 * ``funchost-1-no-thread`` (with ``--no-thread-row``): funchost-1 with each `def` call made on the
   event loop's thread (``benchmarks/hooks/no_thread``, a measurement only): the message's task
   still awaits the call's future, but nothing crosses to another thread;
@@ -190,8 +190,7 @@ async def funchost_round(work: Path, messages: int, processes: int, src: Path | 
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(NO_THREAD_HOOK), env.get("PYTHONPATH")]))
         env["FUNCHOST_BENCH_NO_THREAD"] = str(mark)
     spawned = time.perf_counter()
-    pinned = ["taskset", "-c", str(cpu)] if cpu is not None else []
-    process = subprocess.Popen([*pinned, sys.executable, "-m", "funchost", "start", str(app), "--data", str(data),
+    process = subprocess.Popen([*same_run.pinned_command(cpu), sys.executable, "-m", "funchost", "start", str(app), "--data", str(data),
                                 "--port", "0"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     async def remaining() -> int:
@@ -276,9 +275,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             targets["funchost-2-no-dashboard"] = lambda w: funchost_round(w, args.messages, 2, dashboard=False)
     if args.async_row:
         targets["funchost-1-async"] = lambda w: funchost_round(w, args.messages, 1, coroutine=True)
-    if args.pinned_row:
-        last_cpu = max(os.sched_getaffinity(0))
-        targets["funchost-1-pinned"] = lambda w: funchost_round(w, args.messages, 1, cpu=last_cpu)
+    if args.pin_cpu is not None:
+        targets["funchost-1-pinned"] = lambda w: funchost_round(w, args.messages, 1, cpu=args.pin_cpu)
     if args.no_thread_row:
         targets["funchost-1-no-thread"] = lambda w: funchost_round(w, args.messages, 1, no_thread=True)
     if args.baseline_src is not None:
@@ -341,8 +339,7 @@ def main() -> None:
     parser.add_argument("--warning-logs", action="store_true",
                         help="host.json log level Warning (no console line per invocation) instead of the defaults")
     args = parser.parse_args()
-    if args.pinned_row and (shutil.which("taskset") is None or not hasattr(os, "sched_getaffinity")):
-        parser.error("--pinned-row needs Linux's taskset (util-linux)")
+    args.pin_cpu = same_run.cpu_to_pin(parser, "--pinned-row") if args.pinned_row else None
     if args.warning_logs:
         HOST_JSON["logging"] = {"logLevel": {"default": "Warning"}}
     report = asyncio.run(run(args))

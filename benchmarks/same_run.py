@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -31,12 +32,27 @@ def baseline_label(args: Any) -> str | None:
     return str(args.baseline_label or Path(args.baseline_src).name)
 
 
-def run_child(script: str, args: Sequence[str], src: Path | None) -> dict[str, Any]:
-    """Run `script --child ... args` on tree `src` (None: this one); its last stdout line is JSON."""
+def cpu_to_pin(parser: Any, option: str) -> int:
+    """The machine's last CPU, for `pinned_command`; a usage error for `option` where `taskset`
+    cannot run (not Linux, util-linux missing)."""
+    if shutil.which("taskset") is None or not hasattr(os, "sched_getaffinity"):
+        parser.error(f"{option} needs Linux's taskset (util-linux)")
+    return max(os.sched_getaffinity(0))
+
+
+def pinned_command(cpu: int | None) -> list[str]:
+    """What goes before a command to run it and every thread it starts on `cpu` (None: nothing)."""
+    return [] if cpu is None else ["taskset", "-c", str(cpu)]
+
+
+def run_child(script: str, args: Sequence[str], src: Path | None, cpu: int | None = None) -> dict[str, Any]:
+    """Run `script --child ... args` on tree `src` (None: this one), on `cpu` alone when given;
+    its last stdout line is JSON."""
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src / "src"), env.get("PYTHONPATH")]))
-    out = subprocess.run([sys.executable, script, *args], env=env, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([*pinned_command(cpu), sys.executable, script, *args], env=env, capture_output=True,
+                         text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 

@@ -27,14 +27,13 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
-import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import same_run
 
 SCENARIOS = ("on-loop", "executor", "funchost")
 BATCH = 16  # the queue trigger's default batchSize
@@ -88,14 +87,6 @@ def child(scenario: str, batches: int) -> None:
         print(json.dumps(runner.run(drive(scenario, batches))))
 
 
-def run_child(scenario: str, batches: int, pin: str | None) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--child", scenario, "--batches", str(batches)]
-    if pin is not None:
-        command = ["taskset", "-c", pin, *command]
-    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batches", type=int, default=4000)
@@ -105,26 +96,23 @@ def main() -> None:
     if args.child:
         child(args.child, args.batches)
         return
-    cpus = sorted(os.sched_getaffinity(0))
-    if shutil.which("taskset") is None or len(cpus) < 2:
-        parser.error("needs taskset (util-linux) and at least two CPUs to compare one core with all")
-    pin = str(cpus[-1])
+    pin = same_run.cpu_to_pin(parser, "this benchmark")
+    cpus = len(os.sched_getaffinity(0))
+    if cpus < 2:
+        parser.error("needs at least two CPUs to compare one core with all")
     runs: dict[str, list[dict[str, Any]]] = {f"{s}{suffix}": [] for s in SCENARIOS for suffix in ("", "-pinned")}
     for index in range(args.rounds):
         order = [(s, p) for s in SCENARIOS for p in (None, pin)]
         if index % 2:
             order.reverse()
         for scenario, pinned in order:
-            name = scenario + ("-pinned" if pinned else "")
-            figure = run_child(scenario, args.batches, pinned)
+            name = scenario + ("-pinned" if pinned is not None else "")
+            figure = same_run.run_child(__file__, ["--child", scenario, "--batches", str(args.batches)], None,
+                                        cpu=pinned)
             runs[name].append(figure)
             print(f"round {index + 1} {name:<16} {figure['calls_per_s']:>8} calls/s "
                   f"{figure['cpu_us_per_call']:>7} us CPU per call", flush=True)
-    table: dict[str, Any] = {}
-    for name, figures in runs.items():
-        rates = [f["calls_per_s"] for f in figures]
-        table[name] = {"median": statistics.median(rates), "min": min(rates), "max": max(rates),
-                       "cpu_us_median": statistics.median(f["cpu_us_per_call"] for f in figures), "runs": figures}
+    table = {name: same_run.summary(figures, "calls_per_s") for name, figures in runs.items()}
     ratios = {s: round(table[f"{s}-pinned"]["median"] / table[s]["median"], 3) for s in SCENARIOS}
     print(f"\n{'scenario':<16} {'median':>8} {'min':>8} {'max':>8}  CPU us/call")
     for name, row in table.items():
@@ -132,7 +120,7 @@ def main() -> None:
     print("pinned / as-is: " + ", ".join(f"{s} {r}x" for s, r in ratios.items()))
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps({
-        "batch": BATCH, "batches": args.batches, "rounds": args.rounds, "cpus": len(cpus),
+        "batch": BATCH, "batches": args.batches, "rounds": args.rounds, "cpus": cpus,
         "python": sys.version.split()[0], "results": table, "pinned_over_as_is": ratios,
     }, indent=2) + "\n")
 
